@@ -1,0 +1,64 @@
+/** A small command framework over node:util parseArgs: every command has --help, typed options and clear errors. */
+import { parseArgs } from 'node:util';
+
+export interface OptionSpec {
+  type: 'string' | 'boolean';
+  description: string;
+  short?: string;
+  /** shown in help as the value's name, e.g. FILE */
+  value?: string;
+}
+
+export type Options = Record<string, string | boolean | undefined>;
+
+export interface Io {
+  out(text: string): void;
+  err(text: string): void;
+}
+
+export interface Command {
+  name: string;
+  summary: string;
+  usage: string;
+  description: string;
+  options: Record<string, OptionSpec>;
+  examples: string[];
+  run(options: Options, positionals: string[], io: Io): Promise<number>;
+}
+
+/** Thrown for bad command-line input; printed without a stack, exit code 2. */
+export class UsageError extends Error {
+  override readonly name = 'UsageError';
+}
+
+export function commandHelp(c: Command): string {
+  const opts = Object.entries({ ...c.options, help: { type: 'boolean', description: 'show this help', short: 'h' } as OptionSpec });
+  const rows = opts.map(([name, o]) => {
+    const flag = `${o.short ? `-${o.short}, ` : '    '}--${name}${o.type === 'string' ? ` ${o.value ?? 'VALUE'}` : ''}`;
+    return `  ${flag.padEnd(30)} ${o.description}`;
+  });
+  return [
+    `coderl ${c.name}: ${c.summary}`,
+    '',
+    `Usage: ${c.usage}`,
+    '',
+    c.description,
+    '',
+    'Options:',
+    ...rows,
+    ...(c.examples.length ? ['', 'Examples:', ...c.examples.map((e) => `  ${e}`)] : []),
+    '',
+  ].join('\n');
+}
+
+export function parseCommandArgs(c: Command, argv: string[]): { options: Options; positionals: string[]; help: boolean } {
+  const spec: Record<string, { type: 'string' | 'boolean'; short?: string }> = { help: { type: 'boolean', short: 'h' } };
+  for (const [name, o] of Object.entries(c.options)) spec[name] = o.short ? { type: o.type, short: o.short } : { type: o.type };
+  try {
+    const { values, positionals } = parseArgs({ args: argv, options: spec, strict: true, allowPositionals: true });
+    const { help, ...options } = values as Options;
+    return { options, positionals, help: help === true };
+  } catch (e) {
+    throw new UsageError(`coderl ${c.name}: ${(e as Error).message.replace(/\. To specify.*$/s, '')}`);
+  }
+}
