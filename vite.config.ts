@@ -16,7 +16,12 @@ export function wgsl(): Plugin {
 export default defineConfig({
   plugins: [react(), wgsl()],
   // The app loads nothing from the network: every asset is bundled or served from public/.
-  build: { target: 'es2022', chunkSizeWarningLimit: 8000, sourcemap: false },
+  build: {
+    target: 'es2022',
+    chunkSizeWarningLimit: 8000, // Monaco's editor core is one ~2.7 MB chunk, loaded lazily
+    sourcemap: false,
+    rolldownOptions: { checks: { pluginTimings: false } },
+  },
   worker: { format: 'es' },
   server: { host: '127.0.0.1', port: 5173 },
   preview: { host: '127.0.0.1', port: 4173 },

@@ -1,0 +1,74 @@
+import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest';
+import type { Browser } from 'playwright-core';
+import { launch, openPage } from './browser';
+
+let browser: Browser;
+const url = inject('baseUrl');
+
+beforeAll(async () => {
+  browser = await launch();
+});
+afterAll(async () => {
+  await browser?.close();
+});
+
+describe('the lab in Chromium with WebGPU', () => {
+  test('finds the adapter, passes the self-check, shows the layout and Monaco, with a clean console', async () => {
+    const { page, errors, screenshot } = await openPage(browser, url);
+    const status = page.getByTestId('gpu-status');
+    await expect.poll(() => status.getAttribute('data-state'), { timeout: 60_000 }).toMatch(/ready|check-failed|unavailable/);
+    await screenshot('app-ready');
+    expect(await page.getByTestId('gpu-problem').count(), 'a GPU problem is shown').toBe(0);
+    expect(await status.getAttribute('data-state')).toBe('ready');
+    expect(await page.getByTestId('gpu-selfcheck').getAttribute('data-ok')).toBe('true');
+
+    const arch = (await page.getByTestId('gpu-architecture').textContent()) ?? '';
+    expect(arch.trim().length).toBeGreaterThan(0);
+    if (process.env.EXPECT_ADAPTER) expect(arch).toContain(process.env.EXPECT_ADAPTER);
+    await expect.poll(() => page.getByTestId('gpu-badge').textContent()).toContain(arch.trim());
+    expect(await page.getByTestId('gpu-features').textContent()).toMatch(/timestamp-query: (yes|no)/);
+
+    for (const id of ['gpu', 'experiment', 'curves', 'rollouts', 'code', 'reward']) {
+      expect(await page.getByTestId(`panel-${id}`).isVisible(), id).toBe(true);
+    }
+    // Monaco shows the self-check kernel's WGSL (it renders spaces as U+00A0).
+    const lines = page.locator('.monaco-editor .view-lines');
+    const editorText = async () => ((await lines.textContent()) ?? '').replace(/\u00a0/g, ' ');
+    await lines.waitFor({ timeout: 30_000 });
+    await expect.poll(editorText).toContain('y[i] = params.a * x[i] + y[i]');
+    await page.getByRole('button', { name: 'reduce_sum' }).click();
+    await expect.poll(editorText).toContain('workgroupBarrier()');
+    await screenshot('app-kernel-view');
+    expect(errors).toEqual([]);
+  });
+
+  test('device loss is reported with its reason and the device can be re-created', async () => {
+    const { page, errors, screenshot } = await openPage(browser, url);
+    const status = page.getByTestId('gpu-status');
+    await expect.poll(() => status.getAttribute('data-state'), { timeout: 60_000 }).toBe('ready');
+    await page.getByText('Diagnostics').click();
+    await page.getByTestId('gpu-simulate-loss').click();
+    await expect.poll(() => status.getAttribute('data-state')).toBe('lost');
+    expect(await page.getByTestId('gpu-lost').textContent()).toMatch(/reason: destroyed/);
+    await screenshot('device-lost');
+    await page.getByTestId('gpu-recover').click();
+    await expect.poll(() => status.getAttribute('data-state'), { timeout: 60_000 }).toBe('ready');
+    expect(await page.getByTestId('gpu-selfcheck').getAttribute('data-ok')).toBe('true');
+    await page.getByText('Diagnostics').click();
+    expect(await page.getByText('Devices created this session: 2').isVisible()).toBe(true);
+    await screenshot('device-recovered');
+    expect(errors).toEqual([]);
+  });
+
+  test('without WebGPU the page says so and what to do', async () => {
+    const { page, errors, screenshot } = await openPage(browser, url, () => {
+      Object.defineProperty(Navigator.prototype, 'gpu', { get: () => undefined, configurable: true });
+    });
+    const problem = page.getByTestId('gpu-problem');
+    await problem.waitFor({ timeout: 30_000 });
+    expect(await page.getByTestId('gpu-status').getAttribute('data-state')).toBe('unavailable');
+    expect(await problem.textContent()).toMatch(/WebGPU is not available.*--enable-unsafe-webgpu/s);
+    await screenshot('no-webgpu');
+    expect(errors).toEqual([]);
+  });
+});

@@ -1,0 +1,58 @@
+/**
+ * Launches Debian's Chromium headless with WebGPU (SwiftShader on GPU-less machines) and
+ * records every console error and page error, so a test can require a clean console.
+ */
+import { existsSync, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { chromium, type Browser, type Page } from 'playwright-core';
+
+export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+export const SCREENSHOTS = join(import.meta.dirname, '..', 'test-results', 'screenshots');
+
+export const CHROMIUM_ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  '--no-first-run',
+  '--disable-quic',
+  '--enable-unsafe-webgpu',
+];
+
+export async function launch(): Promise<Browser> {
+  if (!existsSync(CHROMIUM)) {
+    throw new Error(`Chromium not found at ${CHROMIUM}. Install it: apt-get install -y chromium (or set CHROMIUM_PATH)`);
+  }
+  return chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS, headless: true });
+}
+
+export interface WatchedPage {
+  page: Page;
+  /** console messages of type error, and uncaught page errors */
+  errors: string[];
+  screenshot(name: string): Promise<string>;
+}
+
+export async function openPage(browser: Browser, url: string, init?: () => void): Promise<WatchedPage> {
+  const context = await browser.newContext({ viewport: { width: 1440, height: 900 } });
+  const page = await context.newPage();
+  const errors: string[] = [];
+  page.on('console', (m) => {
+    if (m.type() === 'error') errors.push(`console.error: ${m.text()}`);
+  });
+  page.on('pageerror', (e) => errors.push(`pageerror: ${e.message}`));
+  page.on('requestfailed', (r) => errors.push(`request failed: ${r.url()} (${r.failure()?.errorText})`));
+  if (init) await page.addInitScript(init);
+  await page.goto(url);
+  mkdirSync(SCREENSHOTS, { recursive: true });
+  return {
+    page,
+    errors,
+    async screenshot(name) {
+      const path = join(SCREENSHOTS, `${name}.png`);
+      await page.screenshot({ path, fullPage: true });
+      return path;
+    },
+  };
+}

@@ -1,0 +1,20 @@
+import type { StateCreator } from 'zustand';
+import type { LabState } from './index';
+
+export type CodeTab = 'rollout' | 'kernels';
+
+export interface UiSlice {
+  ui: {
+    codeTab: CodeTab;
+    /** which self-check kernel the Kernels tab shows */
+    kernel: string;
+  };
+  setCodeTab(tab: CodeTab): void;
+  showKernel(name: string): void;
+}
+
+export const createUiSlice: StateCreator<LabState, [], [], UiSlice> = (set) => ({
+  ui: { codeTab: 'kernels', kernel: 'saxpy' },
+  setCodeTab: (codeTab) => set((s) => ({ ui: { ...s.ui, codeTab } })),
+  showKernel: (kernel) => set((s) => ({ ui: { ...s.ui, codeTab: 'kernels', kernel } })),
+});
