@@ -52,3 +52,20 @@ test('bin/coderl.mjs runs gpu-info as a real process', async () => {
   const info = JSON.parse(stdout) as GpuInfo;
   expect(info.selfCheck?.ok).toBe(true);
 }, 90_000);
+
+describe('coderl bench', () => {
+  test('runtime --json prints validated figures', async () => {
+    const c = capture();
+    expect(await main(['bench', 'runtime', '--json', '--quick'], c.io)).toBe(0);
+    const r = JSON.parse(c.out.join(''));
+    expect(r.dispatches).toBe(100);
+    expect(r.one_submit_dispatches_per_s).toBeGreaterThan(0);
+    expect(r.per_dispatch_submit_dispatches_per_s).toBeGreaterThan(0);
+    expect(r.readback_ms).toBeGreaterThan(0);
+  });
+  test('an unknown suite is a usage error listing the suites', async () => {
+    const c = capture();
+    expect(await main(['bench', 'warp'], c.io)).toBe(2);
+    expect(c.err.join('')).toMatch(/unknown suite 'warp'; suites: runtime/);
+  });
+});

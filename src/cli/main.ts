@@ -1,9 +1,10 @@
 /** Entry point of the `coderl` CLI (bundled and launched by bin/coderl.mjs). */
 import { GpuError } from '../gpu/errors';
 import { commandHelp, parseCommandArgs, UsageError, type Command, type Io } from './command';
+import { benchCommand } from './commands/bench';
 import { gpuInfoCommand } from './commands/gpu-info';
 
-export const COMMANDS: Command[] = [gpuInfoCommand];
+export const COMMANDS: Command[] = [gpuInfoCommand, benchCommand];
 
 const VERSION = '0.1.0';
 
