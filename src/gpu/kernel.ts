@@ -44,14 +44,15 @@ export function pipelineConstants(spec: KernelSpec<unknown>): Record<string, num
   return { ...c, ...spec.constants };
 }
 
-/** Cache key: name plus constants, so variants of one shader get their own pipelines. */
+/** Cache key: name, entry point and constants, so variants of one shader get their own pipelines. */
 export function pipelineKey(spec: KernelSpec<unknown>): string {
   const c = pipelineConstants(spec);
   const consts = Object.keys(c)
     .sort()
     .map((k) => `${k}=${c[k]}`)
     .join(',');
-  return `${spec.name}{${consts}}`;
+  const entry = spec.entryPoint && spec.entryPoint !== 'main' ? `.${spec.entryPoint}` : '';
+  return `${spec.name}${entry}{${consts}}`;
 }
 
 /** Returns a copy of `spec` with other constants or workgroup size (a new pipeline variant). */

@@ -50,6 +50,7 @@ describe('pipelines', () => {
     const c = await rt.compile(withConstants(addOne, { constants: { STEP: 2 } }));
     expect(c).not.toBe(a);
     expect(pipelineKey(addOne)).toBe('add_one{STEP=1,WG_X=64}');
+    expect(pipelineKey({ ...addOne, entryPoint: 'other' })).toBe('add_one.other{STEP=1,WG_X=64}');
     expect(rt.stats.pipelinesBuilt - built).toBe(2);
   });
 

@@ -1,0 +1,125 @@
+// The two matrix gradients of out = inp · weight^T, as one accumulating product
+//   grad (R, S) += op(a) (R, Q) · b (Q, S)
+// with op(a) = a, or a^T when A_T (a stored as (Q, R)):
+//   dinp    (M, K) += dout (M, N) · weight (N, K):  R = M, Q = N, S = K, a = dout, A_T = false
+//   dweight (N, K) += dout^T (N, M) · inp (M, K):    R = N, Q = M, S = K, a = dout, A_T = true
+// Shape legend: M rows (= BT), K inner (= C), N output columns (= OC). Row-major f32.
+//
+// Each output element is owned by exactly one thread, which sums over Q in a fixed order and adds
+// to grad once: deterministic, no atomics, no races (dweight's reduction over the M rows happens
+// inside that thread's Q loop).
+//
+// Entry points, as in matmul_forward.wgsl:
+//   main   tiled: BM x BN tile per workgroup (BM = 4 * WG_Y, BN = 4 * WG_X), 4 x 4 outputs per thread
+//          at rows ty + WG_Y * i, columns tx + WG_X * j; Q walked in slices of BK = 8 in workgroup
+//          memory. Each slice is loaded along the matrix's contiguous dimension.
+//   naive  one output per thread.
+
+struct Params {
+  R: u32,
+  Q: u32,
+  S: u32,
+}
+
+@group(0) @binding(0) var<storage, read_write> grad: array<f32>;  // (R, S), accumulated
+@group(0) @binding(1) var<storage, read> a: array<f32>;            // (R, Q), or (Q, R) when A_T
+@group(0) @binding(2) var<storage, read> b: array<f32>;            // (Q, S)
+@group(0) @binding(3) var<uniform> params: Params;
+
+override WG_X: u32 = 16;
+override WG_Y: u32 = 16;
+override A_T: bool = false;
+
+const BK: u32 = 8u;
+override BM: u32 = 4u * WG_Y;
+override BN: u32 = 4u * WG_X;
+override A_TILE: u32 = BK * BM;
+override B_TILE: u32 = BK * BN;
+
+var<workgroup> tileA: array<f32, A_TILE>;  // (BK, BM): tileA[q * BM + r] = op(a)[r0 + r, q0 + q]
+var<workgroup> tileB: array<f32, B_TILE>;  // (BK, BN): tileB[q * BN + c] = b[q0 + q, s0 + c]
+
+fn loadA(r: u32, q: u32) -> f32 {
+  if (r >= params.R || q >= params.Q) {
+    return 0.0;
+  }
+  if (A_T) {
+    return a[q * params.R + r];
+  }
+  return a[r * params.Q + q];
+}
+
+@compute @workgroup_size(WG_X, WG_Y)
+fn main(
+  @builtin(local_invocation_id) local: vec3u,
+  @builtin(local_invocation_index) lid: u32,
+  @builtin(workgroup_id) wid: vec3u,
+) {
+  let R = params.R;
+  let Q = params.Q;
+  let S = params.S;
+  let r0 = wid.y * BM;
+  let s0 = wid.x * BN;
+  let tx = local.x;
+  let ty = local.y;
+  let threads = WG_X * WG_Y;
+
+  var acc: array<vec4f, 4>;  // acc[i][j]: grad[r0 + ty + WG_Y * i, s0 + tx + WG_X * j]
+  for (var q0 = 0u; q0 < Q; q0 += BK) {
+    for (var e = lid; e < A_TILE; e += threads) {
+      // consecutive threads walk a's contiguous dimension: q when a is (R, Q), r when (Q, R)
+      var r = e / BK;
+      var q = e % BK;
+      if (A_T) {
+        r = e % BM;
+        q = e / BM;
+      }
+      tileA[q * BM + r] = loadA(r0 + r, q0 + q);
+    }
+    for (var e = lid; e < B_TILE; e += threads) {
+      let c = e % BN;
+      let q = e / BN;
+      var v = 0.0;
+      if (q0 + q < Q && s0 + c < S) {
+        v = b[(q0 + q) * S + s0 + c];
+      }
+      tileB[q * BN + c] = v;
+    }
+    workgroupBarrier();
+    for (var q = 0u; q < BK; q++) {
+      let ra = q * BM + ty;
+      let va = vec4f(tileA[ra], tileA[ra + WG_Y], tileA[ra + 2u * WG_Y], tileA[ra + 3u * WG_Y]);
+      let rb = q * BN + tx;
+      let vb = vec4f(tileB[rb], tileB[rb + WG_X], tileB[rb + 2u * WG_X], tileB[rb + 3u * WG_X]);
+      acc[0] += va.x * vb;
+      acc[1] += va.y * vb;
+      acc[2] += va.z * vb;
+      acc[3] += va.w * vb;
+    }
+    workgroupBarrier();
+  }
+
+  for (var i = 0u; i < 4u; i++) {
+    let r = r0 + ty + WG_Y * i;
+    for (var j = 0u; j < 4u; j++) {
+      let s = s0 + tx + WG_X * j;
+      if (r < R && s < S) {
+        grad[r * S + s] += acc[i][j];
+      }
+    }
+  }
+}
+
+@compute @workgroup_size(WG_X, WG_Y)
+fn naive(@builtin(global_invocation_id) gid: vec3u) {
+  let s = gid.x;
+  let r = gid.y;
+  if (r >= params.R || s >= params.S) {
+    return;
+  }
+  var sum = 0.0;
+  for (var q = 0u; q < params.Q; q++) {
+    sum += loadA(r, q) * b[q * params.S + s];
+  }
+  grad[r * params.S + s] += sum;
+}

@@ -1,0 +1,148 @@
+// out (M, N) = act(inp (M, K) · weight (N, K)^T + bias (N)), llm.c's convention (weight is (OC, C)).
+// Shape legend: M rows (= BT), K inner (= C), N output columns (= OC). Row-major f32.
+//
+// Two entry points, the same bindings and overrides:
+//   main   tiled: a workgroup computes a BM x BN tile of out (BM = 4 * WG_Y, BN = 4 * WG_X); each
+//          thread a 4 x 4 register block at rows ty + WG_Y * i, columns tx + WG_X * j (strided, so
+//          neighbouring threads write neighbouring columns). K is walked in slices of BK = 8 staged
+//          in workgroup memory: (BM + BN) * BK * 4 bytes = 4 KiB for the 64 x 64 tile.
+//   naive  one output per thread, K looped from global memory (the baseline the bench compares).
+// Every load is bounds-checked, so any M, N, K >= 1 works.
+//
+// Overrides:
+//   HAS_BIAS   add bias (N); when false `bias` may be any buffer (it is not read)
+//   GELU       apply the GPT-2 tanh GELU to the sum
+//   WRITE_PRE  also write the pre-activation (the sum + bias) to `pre`, which GELU's backward needs;
+//              when false `pre` may be any other buffer (it is not written)
+
+struct Params {
+  M: u32,
+  K: u32,
+  N: u32,
+}
+
+@group(0) @binding(0) var<storage, read_write> out: array<f32>;  // (M, N)
+@group(0) @binding(1) var<storage, read_write> pre: array<f32>;  // (M, N) when WRITE_PRE
+@group(0) @binding(2) var<storage, read> inp: array<f32>;        // (M, K)
+@group(0) @binding(3) var<storage, read> weight: array<f32>;     // (N, K)
+@group(0) @binding(4) var<storage, read> bias: array<f32>;       // (N) when HAS_BIAS
+@group(0) @binding(5) var<uniform> params: Params;
+
+override WG_X: u32 = 16;
+override WG_Y: u32 = 16;
+override HAS_BIAS: bool = true;
+override GELU: bool = false;
+override WRITE_PRE: bool = false;
+
+const BK: u32 = 8u;  // K slice staged per step
+override BM: u32 = 4u * WG_Y;  // tile rows (M)
+override BN: u32 = 4u * WG_X;  // tile columns (N)
+override A_TILE: u32 = BK * BM;
+override B_TILE: u32 = BK * BN;
+
+var<workgroup> tileA: array<f32, A_TILE>;  // (BK, BM): tileA[k * BM + r] = inp[m0 + r, k0 + k]
+var<workgroup> tileB: array<f32, B_TILE>;  // (BK, BN): tileB[k * BN + c] = weight[n0 + c, k0 + k]
+
+const GELU_SCALE: f32 = 0.7978845608028654;  // sqrt(2 / pi)
+
+// GPT-2's GELU: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))). The tanh argument is clamped to
+// +-10 (tanh(10) rounds to 1 in f32, so nothing changes) because some backends compute tanh from
+// exponentials that overflow to inf/inf = NaN for large arguments.
+fn gelu(x: f32) -> f32 {
+  let u = GELU_SCALE * (x + 0.044715 * x * x * x);
+  return 0.5 * x * (1.0 + tanh(clamp(u, -10.0, 10.0)));
+}
+
+// Writes one finished output: bias, pre-activation, activation.
+fn store(m: u32, n: u32, sum: f32) {
+  var v = sum;
+  if (HAS_BIAS) {
+    v += bias[n];
+  }
+  let i = m * params.N + n;
+  if (WRITE_PRE) {
+    pre[i] = v;
+  }
+  if (GELU) {
+    v = gelu(v);
+  }
+  out[i] = v;
+}
+
+@compute @workgroup_size(WG_X, WG_Y)
+fn main(
+  @builtin(local_invocation_id) local: vec3u,
+  @builtin(local_invocation_index) lid: u32,
+  @builtin(workgroup_id) wid: vec3u,
+) {
+  let M = params.M;
+  let K = params.K;
+  let N = params.N;
+  let m0 = wid.y * BM;
+  let n0 = wid.x * BN;
+  let tx = local.x;
+  let ty = local.y;
+  let threads = WG_X * WG_Y;
+
+  var acc: array<vec4f, 4>;  // acc[i][j]: out[m0 + ty + WG_Y * i, n0 + tx + WG_X * j]
+  for (var k0 = 0u; k0 < K; k0 += BK) {
+    // Stage the slices; consecutive threads read consecutive k (contiguous in both matrices).
+    for (var e = lid; e < A_TILE; e += threads) {
+      let r = e / BK;
+      let k = e % BK;
+      let m = m0 + r;
+      var v = 0.0;
+      if (m < M && k0 + k < K) {
+        v = inp[m * K + k0 + k];
+      }
+      tileA[k * BM + r] = v;
+    }
+    for (var e = lid; e < B_TILE; e += threads) {
+      let c = e / BK;
+      let k = e % BK;
+      let n = n0 + c;
+      var v = 0.0;
+      if (n < N && k0 + k < K) {
+        v = weight[n * K + k0 + k];
+      }
+      tileB[k * BN + c] = v;
+    }
+    workgroupBarrier();
+    for (var k = 0u; k < BK; k++) {
+      let ra = k * BM + ty;
+      let a = vec4f(tileA[ra], tileA[ra + WG_Y], tileA[ra + 2u * WG_Y], tileA[ra + 3u * WG_Y]);
+      let rb = k * BN + tx;
+      let b = vec4f(tileB[rb], tileB[rb + WG_X], tileB[rb + 2u * WG_X], tileB[rb + 3u * WG_X]);
+      acc[0] += a.x * b;
+      acc[1] += a.y * b;
+      acc[2] += a.z * b;
+      acc[3] += a.w * b;
+    }
+    workgroupBarrier();
+  }
+
+  for (var i = 0u; i < 4u; i++) {
+    let m = m0 + ty + WG_Y * i;
+    for (var j = 0u; j < 4u; j++) {
+      let n = n0 + tx + WG_X * j;
+      if (m < M && n < N) {
+        store(m, n, acc[i][j]);
+      }
+    }
+  }
+}
+
+@compute @workgroup_size(WG_X, WG_Y)
+fn naive(@builtin(global_invocation_id) gid: vec3u) {
+  let n = gid.x;
+  let m = gid.y;
+  if (m >= params.M || n >= params.N) {
+    return;
+  }
+  let K = params.K;
+  var sum = 0.0;
+  for (var k = 0u; k < K; k++) {
+    sum += inp[m * K + k] * weight[n * K + k];
+  }
+  store(m, n, sum);
+}

@@ -1,0 +1,131 @@
+/**
+ * Matmul forward on the GPU vs its float64 reference.
+ * Shape legend: M rows (= BT), K inner (= C), N output columns (= OC); row-major f32.
+ */
+import { describe, expect, test } from 'vitest';
+import type { KernelSpec } from '../gpu/kernel';
+import { expectClose, testRuntime } from '../testing/gpu';
+import { Rng } from '../util/random';
+import {
+  matmulForwardBindings,
+  matmulForwardFusedRef,
+  matmulForwardNaive,
+  matmulForwardRef,
+  matmulForwardTiled,
+  matmulWorkgroup,
+  recordMatmulForward,
+  selectMatmulForward,
+  type MatmulForwardVariant,
+  type MatmulProblem,
+} from './matmul';
+
+// f32 dot products of K <= 100 terms with |inp|, |weight| < 1 (|out| up to ~15): the rounding
+// error grows like sqrt(K) * 2^-24 * |terms| in practice (K * 2^-24 * sum|term| = 1.5e-4 at
+// worst for K = 100, never approached). Observed at M = K = N = 100: max abs error 4.2e-6, GELU
+// included. A wrong index or a missed K slice is off by O(0.1).
+const TOL = { atol: 1e-5, rtol: 1e-4 };
+
+/** Runs `spec` (or the selected kernel when spec is null) and compares out (and pre) with the reference. */
+async function runForward(p: MatmulProblem, v: MatmulForwardVariant, spec: KernelSpec<MatmulProblem> | null): Promise<void> {
+  const { M, K, N } = p;
+  const rt = await testRuntime();
+  const rng = new Rng(M * 10007 + K * 101 + N);
+  const inp = rng.float32(M * K);
+  const weight = rng.float32(N * K);
+  const bias = v.bias ? rng.float32(N) : null;
+  const bufs = {
+    out: rt.storage(M * N * 4, 'out'),
+    pre: v.pre ? rt.storage(M * N * 4, 'pre') : null,
+    inp: rt.upload(inp, 'inp'),
+    weight: rt.upload(weight, 'weight'),
+    bias: bias ? rt.upload(bias, 'bias') : null,
+  };
+  const rec = rt.record(`matmul ${M}x${K}x${N}`);
+  if (spec) rec.dispatch(await rt.compile(spec), matmulForwardBindings(rt, bufs), p);
+  else await recordMatmulForward(rt, rec, bufs, p, { gelu: v.gelu });
+  const out = rec.read(bufs.out);
+  const pre = bufs.pre ? rec.read(bufs.pre) : null;
+  await rec.submit();
+
+  const wantOut = new Float64Array(M * N);
+  const wantPre = new Float64Array(M * N);
+  matmulForwardFusedRef(wantOut, wantPre, inp, weight, bias, M, K, N, v.gelu);
+  const what = `${spec?.name ?? 'selected'} ${JSON.stringify(v)} M=${M} K=${K} N=${N}`;
+  expectClose(new Float32Array(await out), wantOut, TOL, `${what} out`);
+  if (pre) expectClose(new Float32Array(await pre), wantPre, TOL, `${what} pre`);
+  for (const b of Object.values(bufs)) b?.destroy();
+}
+
+// ragged: 1, primes, one past the 64 tile, K not a multiple of the 8-deep slice
+const SHAPES: [number, number, number][] = [
+  [1, 1, 1],
+  [1, 7, 33],
+  [7, 33, 1],
+  [65, 17, 70],
+  [33, 100, 65],
+  [100, 65, 97],
+];
+const PLAIN = { bias: false, gelu: false, pre: false };
+const FULL = { bias: true, gelu: true, pre: true };
+const VARIANTS: MatmulForwardVariant[] = [
+  PLAIN,
+  { bias: true, gelu: false, pre: false },
+  { bias: false, gelu: true, pre: false },
+  { bias: true, gelu: true, pre: false },
+  FULL,
+  { bias: false, gelu: true, pre: true },
+];
+
+// Each tiled pipeline costs SwiftShader 1-3 s of compilation, so the tiled kernel gets four
+// (64x64 plain and full; the 16- and 32-row tiles with the other two variant mixes); every
+// variant runs on the naive kernel, whose epilogue (store() in the shader) is the tiled one's.
+describe('matmul forward matches its float64 reference', () => {
+  test.each(SHAPES)('tiled 64x64 plain, M=%i K=%i N=%i', (M, K, N) => runForward({ M, K, N }, PLAIN, matmulForwardTiled(PLAIN)));
+  test.each(SHAPES)('naive plain, M=%i K=%i N=%i', (M, K, N) => runForward({ M, K, N }, PLAIN, matmulForwardNaive(PLAIN)));
+  test.each([
+    [100, 33, 129],
+    [1, 9, 65],
+  ])('tiled 64x64 bias+gelu+pre, M=%i K=%i N=%i', (M, K, N) => runForward({ M, K, N }, FULL, matmulForwardTiled(FULL)));
+  test.each(VARIANTS)('naive, every variant: %o', (v) => runForward({ M: 19, K: 35, N: 21 }, v, matmulForwardNaive(v)));
+  test.each([
+    [1, 40, 70, { bias: true, gelu: false, pre: false }], // 16-row tile
+    [13, 9, 130, { bias: true, gelu: false, pre: false }], // 16-row tile
+    [20, 33, 65, { bias: false, gelu: true, pre: false }], // 32-row tile
+    [32, 1, 3, { bias: false, gelu: true, pre: false }], // 32-row tile
+  ] as const)('selected tile, M=%i K=%i N=%i %o', (M, K, N, v) => runForward({ M, K, N }, v, null));
+});
+
+test('tile selection follows M', () => {
+  expect(matmulWorkgroup({ M: 1, K: 8, N: 8 })).toEqual([16, 4]);
+  expect(matmulWorkgroup({ M: 32, K: 8, N: 8 })).toEqual([16, 8]);
+  expect(matmulWorkgroup({ M: 33, K: 8, N: 8 })).toEqual([16, 16]);
+  expect(selectMatmulForward({ M: 5, K: 5, N: 5 }, PLAIN, 'naive').entryPoint).toBe('naive');
+  expect(() => matmulForwardTiled({ bias: false, gelu: false, pre: true })).toThrow(/only with gelu/);
+});
+
+test('matmulForwardRef on a hand-computed case', () => {
+  // inp (2, 3), weight (2, 3), bias (2)
+  const out = new Float64Array(4);
+  matmulForwardRef(out, [1, 2, 3, 4, 5, 6], [1, 0, -1, 2, 1, 0], [10, 20], 2, 3, 2);
+  expect(Array.from(out)).toEqual([1 - 3 + 10, 2 + 2 + 20, 4 - 6 + 10, 8 + 5 + 20]);
+});
+
+test('tiled: a non-finite input stays in its row (slices past K are masked on both operands)', async () => {
+  // K = 17 leaves 7 padded columns in the last 8-deep slice; unmasked, row M-2 would read row
+  // M-1's first values there, and inf * 0 = NaN.
+  const [M, K, N] = [65, 17, 70];
+  const rt = await testRuntime();
+  const rng = new Rng(4);
+  const inp = rng.float32(M * K);
+  inp[(M - 1) * K] = Infinity;
+  const weight = rng.float32(N * K);
+  const bufs = { out: rt.storage(M * N * 4, 'out'), inp: rt.upload(inp, 'inp'), weight: rt.upload(weight, 'weight') };
+  const rec = rt.record('matmul inf row');
+  rec.dispatch(await rt.compile(matmulForwardTiled(PLAIN)), matmulForwardBindings(rt, bufs), { M, K, N });
+  const out = rec.read(bufs.out, 0, (M - 1) * N * 4); // every row but the last
+  await rec.submit();
+  const want = new Float64Array(M * N);
+  matmulForwardRef(want, inp, weight, null, M, K, N);
+  expectClose(new Float32Array(await out), want.subarray(0, (M - 1) * N), TOL, 'rows 0..M-2 with inf in row M-1');
+  for (const b of Object.values(bufs)) b.destroy();
+});

@@ -1,0 +1,130 @@
+/**
+ * Matmul backward, accumulating into the gradients (zeroed once per optimizer step, so several
+ * backward passes add up: gradient accumulation):
+ *   dinp (M, K)    += dout (M, N) · weight (N, K)      shaders/matmul_backward_dmat.wgsl, A_T = false
+ *   dweight (N, K) += dout^T (N, M) · inp (M, K)       shaders/matmul_backward_dmat.wgsl, A_T = true
+ *   dbias (N)      += column sums of dout (M, N)        shaders/matmul_backward_dbias.wgsl
+ *
+ * Shape legend: B batch, T time, BT = B*T rows, C channels (d_model), OC output channels, V vocab.
+ * Here M = BT rows, K = C inner, N = OC columns. All tensors row-major f32.
+ *
+ * Deterministic: every gradient element is owned by one thread that sums in a fixed order and
+ * adds once (the reduction over M for dweight runs inside the owning thread's loop; dbias's over
+ * row lanes in a fixed tree). No atomics, no racing writes.
+ */
+import dbiasWgsl from '../../shaders/matmul_backward_dbias.wgsl';
+import dmatWgsl from '../../shaders/matmul_backward_dmat.wgsl';
+import { linearWorkgroups, type KernelSpec, type WorkgroupCount } from '../gpu/kernel';
+import type { Recorder } from '../gpu/recorder';
+import type { GpuRuntime } from '../gpu/runtime';
+import { checkMatmulProblem, matmulWorkgroup, type MatmulProblem, type MatmulStrategy, type MatmulWorkgroup } from './matmul';
+
+/** The float64 reference lives beside the forward one (src/model/cpu.ts imports both from ./matmul). */
+export { matmulBackwardRef } from './matmul';
+
+/** Which matrix gradient a dmat kernel computes. */
+export type MatmulGrad = 'dinp' | 'dweight';
+
+/** grad (R, S) += op(a) (R, Q) · b (Q, S): the generic product of the dmat shader. */
+function dims(p: MatmulProblem, grad: MatmulGrad): { R: number; Q: number; S: number } {
+  return grad === 'dinp' ? { R: p.M, Q: p.N, S: p.K } : { R: p.N, Q: p.M, S: p.K };
+}
+
+function dmatSpec(grad: MatmulGrad, strategy: MatmulStrategy, wg: MatmulWorkgroup): KernelSpec<MatmulProblem> {
+  const [wx, wy] = wg;
+  const per = strategy === 'tiled' ? 4 : 1; // outputs per thread along each axis
+  return {
+    name: `matmul_backward_${grad}_${strategy}`,
+    wgsl: dmatWgsl,
+    entryPoint: strategy === 'tiled' ? 'main' : 'naive',
+    bindings:
+      grad === 'dinp'
+        ? [
+            { name: 'dinp', kind: 'storage' }, // (M, K), accumulated
+            { name: 'dout', kind: 'read-only-storage' }, // (M, N)
+            { name: 'weight', kind: 'read-only-storage' }, // (N, K)
+            { name: 'params', kind: 'uniform' },
+          ]
+        : [
+            { name: 'dweight', kind: 'storage' }, // (N, K), accumulated
+            { name: 'dout', kind: 'read-only-storage' }, // (M, N), read transposed
+            { name: 'inp', kind: 'read-only-storage' }, // (M, K)
+            { name: 'params', kind: 'uniform' },
+          ],
+    workgroupSize: [wx, wy],
+    constants: { A_T: grad === 'dweight' ? 1 : 0 },
+    dispatch: (p) => {
+      const d = dims(p, grad);
+      return [Math.ceil(d.S / (per * wx)), Math.ceil(d.R / (per * wy)), 1] satisfies WorkgroupCount;
+    },
+    uniforms: (p) => {
+      const d = dims(p, grad);
+      return new Uint32Array([d.R, d.Q, d.S]);
+    },
+  };
+}
+
+/** dinp (M, K) += dout (M, N) · weight (N, K). Tiled: workgroup [wx, wy] owns a (4*wy) x (4*wx) tile. */
+export function matmulBackwardInp(strategy: MatmulStrategy = 'tiled', wg: MatmulWorkgroup = [16, 16]): KernelSpec<MatmulProblem> {
+  return dmatSpec('dinp', strategy, wg);
+}
+
+/** dweight (N, K) += dout^T · inp (M, K). Tiled: workgroup [wx, wy] owns a (4*wy) x (4*wx) tile. */
+export function matmulBackwardWeight(strategy: MatmulStrategy = 'tiled', wg: MatmulWorkgroup = [16, 16]): KernelSpec<MatmulProblem> {
+  return dmatSpec('dweight', strategy, wg);
+}
+
+const BIAS_WG = [32, 8] as const; // 32 columns per workgroup, 8 row lanes
+
+/** dbias (N) += column sums of dout (M, N). */
+export const matmulBackwardBias: KernelSpec<MatmulProblem> = {
+  name: 'matmul_backward_dbias',
+  wgsl: dbiasWgsl,
+  bindings: [
+    { name: 'dbias', kind: 'storage' }, // (N), accumulated
+    { name: 'dout', kind: 'read-only-storage' }, // (M, N)
+    { name: 'params', kind: 'uniform' },
+  ],
+  workgroupSize: BIAS_WG,
+  dispatch: (p, limits) => linearWorkgroups(p.N, BIAS_WG[0], limits),
+  uniforms: (p) => new Uint32Array([p.M, p.N]),
+};
+
+/**
+ * Kernel selection for the two products: tiled with the row count of the product picking the
+ * tile (as the forward does), or naive.
+ */
+export function selectMatmulBackward(
+  p: MatmulProblem,
+  strategy: MatmulStrategy = 'tiled',
+): { dinp: KernelSpec<MatmulProblem>; dweight: KernelSpec<MatmulProblem> } {
+  if (strategy === 'naive') return { dinp: matmulBackwardInp('naive'), dweight: matmulBackwardWeight('naive') };
+  return {
+    dinp: matmulBackwardInp('tiled', matmulWorkgroup({ M: p.M, K: p.N, N: p.K })),
+    dweight: matmulBackwardWeight('tiled', matmulWorkgroup({ M: p.N, K: p.M, N: p.K })),
+  };
+}
+
+export interface MatmulBackwardBuffers {
+  dinp: GPUBuffer; // (M, K), accumulated
+  dweight: GPUBuffer; // (N, K), accumulated
+  dbias?: GPUBuffer | null; // (N), accumulated; absent when the layer has no bias
+  dout: GPUBuffer; // (M, N)
+  inp: GPUBuffer; // (M, K)
+  weight: GPUBuffer; // (N, K)
+}
+
+/** Records the backward of out = inp · weight^T + bias: two or three dispatches. */
+export async function recordMatmulBackward(
+  rt: GpuRuntime,
+  rec: Recorder,
+  b: MatmulBackwardBuffers,
+  p: MatmulProblem,
+  strategy: MatmulStrategy = 'tiled',
+): Promise<void> {
+  checkMatmulProblem(p, 'matmul_backward');
+  const specs = selectMatmulBackward(p, strategy);
+  rec.dispatch(await rt.compile(specs.dinp), { dinp: b.dinp, dout: b.dout, weight: b.weight }, p);
+  rec.dispatch(await rt.compile(specs.dweight), { dweight: b.dweight, dout: b.dout, inp: b.inp }, p);
+  if (b.dbias) rec.dispatch(await rt.compile(matmulBackwardBias), { dbias: b.dbias, dout: b.dout }, p);
+}
