@@ -18,7 +18,7 @@
 import backwardWgsl from '../../shaders/embedding_backward.wgsl';
 import forwardWgsl from '../../shaders/embedding_forward.wgsl';
 import { linearWorkgroups, type KernelSpec } from '../gpu/kernel';
-import type { Recorder } from '../gpu/recorder';
+import type { BufferBinding, Recorder } from '../gpu/recorder';
 import type { GpuRuntime } from '../gpu/runtime';
 
 export interface EmbeddingProblem {
@@ -154,9 +154,9 @@ export function embeddingBuckets(ids: ArrayLike<number>, rows: number): { index:
 }
 
 export interface EmbeddingBackwardBuffers {
-  dwte: GPUBuffer; // (V, C), accumulated
-  dwpe: GPUBuffer; // (maxT, C), accumulated
-  dout: GPUBuffer; // (BT, C)
+  dwte: BufferBinding; // (V, C), accumulated
+  dwpe: BufferBinding; // (maxT, C), accumulated
+  dout: BufferBinding; // (BT, C)
 }
 
 /**

@@ -9,7 +9,7 @@
 import backwardWgsl from '../../shaders/layernorm_backward.wgsl';
 import forwardWgsl from '../../shaders/layernorm_forward.wgsl';
 import { linearWorkgroups, type KernelSpec } from '../gpu/kernel';
-import type { Recorder } from '../gpu/recorder';
+import type { BufferBinding, Recorder } from '../gpu/recorder';
 import type { GpuRuntime } from '../gpu/runtime';
 
 /** N rows (= BT) of C channels. */
@@ -90,14 +90,14 @@ export function layernormBackwardChannels(wg: readonly [number, number] = [32, 8
 }
 
 export interface LayernormBackwardBuffers {
-  dinp: GPUBuffer; // (N, C), accumulated
-  dweight: GPUBuffer; // (C), accumulated
-  dbias: GPUBuffer; // (C), accumulated
-  dout: GPUBuffer; // (N, C)
-  inp: GPUBuffer; // (N, C)
-  weight: GPUBuffer; // (C)
-  mean: GPUBuffer; // (N) saved by the forward
-  rstd: GPUBuffer; // (N) saved by the forward
+  dinp: BufferBinding; // (N, C), accumulated
+  dweight: BufferBinding; // (C), accumulated
+  dbias: BufferBinding; // (C), accumulated
+  dout: BufferBinding; // (N, C)
+  inp: BufferBinding; // (N, C)
+  weight: BufferBinding; // (C)
+  mean: BufferBinding; // (N) saved by the forward
+  rstd: BufferBinding; // (N) saved by the forward
 }
 
 /** Records the backward: the per-row and the per-channel dispatch. */

@@ -14,7 +14,7 @@
  */
 import wgsl from '../../shaders/matmul_forward.wgsl';
 import type { KernelSpec, WorkgroupCount } from '../gpu/kernel';
-import type { Bindings, Recorder } from '../gpu/recorder';
+import type { Bindings, BufferBinding, Recorder } from '../gpu/recorder';
 import type { GpuRuntime } from '../gpu/runtime';
 import { geluScalar } from './gelu';
 
@@ -117,11 +117,11 @@ export function selectMatmulForward(
 
 /** The GPU buffers of one forward; bias and pre are optional (see the variant). */
 export interface MatmulForwardBuffers {
-  out: GPUBuffer; // (M, N)
-  pre?: GPUBuffer | null; // (M, N), only with gelu
-  inp: GPUBuffer; // (M, K)
-  weight: GPUBuffer; // (N, K)
-  bias?: GPUBuffer | null; // (N)
+  out: BufferBinding; // (M, N)
+  pre?: BufferBinding | null; // (M, N), only with gelu
+  inp: BufferBinding; // (M, K)
+  weight: BufferBinding; // (N, K)
+  bias?: BufferBinding | null; // (N)
 }
 
 /** The variant the buffers ask for. */

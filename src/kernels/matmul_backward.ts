@@ -15,7 +15,7 @@
 import dbiasWgsl from '../../shaders/matmul_backward_dbias.wgsl';
 import dmatWgsl from '../../shaders/matmul_backward_dmat.wgsl';
 import { linearWorkgroups, type KernelSpec, type WorkgroupCount } from '../gpu/kernel';
-import type { Recorder } from '../gpu/recorder';
+import type { BufferBinding, Recorder } from '../gpu/recorder';
 import type { GpuRuntime } from '../gpu/runtime';
 import { checkMatmulProblem, matmulWorkgroup, type MatmulProblem, type MatmulStrategy, type MatmulWorkgroup } from './matmul';
 
@@ -106,12 +106,12 @@ export function selectMatmulBackward(
 }
 
 export interface MatmulBackwardBuffers {
-  dinp: GPUBuffer; // (M, K), accumulated
-  dweight: GPUBuffer; // (N, K), accumulated
-  dbias?: GPUBuffer | null; // (N), accumulated; absent when the layer has no bias
-  dout: GPUBuffer; // (M, N)
-  inp: GPUBuffer; // (M, K)
-  weight: GPUBuffer; // (N, K)
+  dinp: BufferBinding; // (M, K), accumulated
+  dweight: BufferBinding; // (N, K), accumulated
+  dbias?: BufferBinding | null; // (N), accumulated; absent when the layer has no bias
+  dout: BufferBinding; // (M, N)
+  inp: BufferBinding; // (M, K)
+  weight: BufferBinding; // (N, K)
 }
 
 /** Records the backward of out = inp · weight^T + bias: two or three dispatches. */

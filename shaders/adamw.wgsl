@@ -1,0 +1,52 @@
+// AdamW (decoupled weight decay, bias-corrected; PyTorch semantics) with global-norm clipping,
+// over the sub-range [offset, offset + n) of flat buffers. Shape legend: P parameters in all.
+//   scale = min(1, maxNorm / (norm + 1e-6))   (1 when maxNorm <= 0)
+//   g = grad * scale
+//   m = beta1 m + (1 - beta1) g;  v = beta2 v + (1 - beta2) g^2
+//   param -= lr * ((m / bc1) / (sqrt(v / bc2) + eps) + weightDecay * param)
+// with bc1 = 1 - beta1^step, bc2 = 1 - beta2^step computed in float64 on the CPU.
+// When status[1] != 0 (this step's gradient is non-finite) nothing is written: params, m and v
+// stay unchanged. The dispatch may be folded into 2-D (see linearWorkgroups).
+
+struct Opts {
+  offset: u32,
+  n: u32,
+  lr: f32,
+  beta1: f32,
+  beta2: f32,
+  eps: f32,
+  weightDecay: f32,
+  bc1: f32,      // 1 - beta1^step
+  bc2: f32,      // 1 - beta2^step
+  maxNorm: f32,  // <= 0 disables clipping
+}
+
+@group(0) @binding(0) var<storage, read_write> param: array<f32>;  // (P)
+@group(0) @binding(1) var<storage, read> grad: array<f32>;         // (P)
+@group(0) @binding(2) var<storage, read_write> m: array<f32>;      // (P)
+@group(0) @binding(3) var<storage, read_write> v: array<f32>;      // (P)
+@group(0) @binding(4) var<storage, read> norm: array<f32>;         // (1) global L2 norm of the gradient
+@group(0) @binding(5) var<storage, read> status: array<u32>;       // (4) see src/kernels/adamw.ts
+@group(0) @binding(6) var<uniform> opts: Opts;
+
+override WG_X: u32 = 256;
+
+@compute @workgroup_size(WG_X)
+fn main(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
+  let i = gid.x + gid.y * nwg.x * WG_X;
+  if (i >= opts.n || status[1] != 0u) {
+    return;
+  }
+  let j = opts.offset + i;
+  var scale = 1.0;
+  if (opts.maxNorm > 0.0) {
+    scale = min(1.0, opts.maxNorm / (norm[0] + 1e-6));
+  }
+  let g = grad[j] * scale;
+  let mj = opts.beta1 * m[j] + (1.0 - opts.beta1) * g;
+  let vj = opts.beta2 * v[j] + (1.0 - opts.beta2) * g * g;
+  m[j] = mj;
+  v[j] = vj;
+  let p = param[j];
+  param[j] = p - opts.lr * ((mj / opts.bc1) / (sqrt(vj / opts.bc2) + opts.eps) + opts.weightDecay * p);
+}
