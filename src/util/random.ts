@@ -27,3 +27,10 @@ export class Rng {
     return out;
   }
 }
+
+/** A standard normal sample from `rng` (Box-Muller; one of the pair is discarded for simplicity). */
+export function gaussian(rng: Rng): number {
+  let u = 0;
+  while (u === 0) u = rng.next();
+  return Math.sqrt(-2 * Math.log(u)) * Math.cos(2 * Math.PI * rng.next());
+}

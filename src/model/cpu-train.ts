@@ -1,0 +1,74 @@
+/**
+ * Training on the float64 CPU model: masked next-token cross-entropy, gradient accumulation
+ * over micro-batches, global-norm clipping and AdamW, composed from the kernels' references.
+ */
+import { adamwRef, gradNormRef } from '../kernels/adamw';
+import { crossEntropyRef } from '../kernels/crossentropy';
+import type { CpuModel } from './cpu';
+import { NumericsError, type OptimConfig, type TokenBatch } from './optim';
+
+export interface StepResult {
+  /** mean masked cross-entropy over all micro-batches */
+  loss: number;
+  /** global gradient L2 norm before clipping */
+  gradNorm: number;
+  /** tokens that counted in the loss */
+  tokens: number;
+}
+
+export class CpuTrainer {
+  readonly m: Float64Array;
+  readonly v: Float64Array;
+  /** optimizer steps taken */
+  step = 0;
+
+  constructor(readonly model: CpuModel, public opt: OptimConfig) {
+    this.m = new Float64Array(model.table.total);
+    this.v = new Float64Array(model.table.total);
+  }
+
+  /** Forward, loss and backward of one micro-batch; gradients accumulate scaled by `scale`. Returns the summed loss. */
+  accumulate(batch: TokenBatch, scale: number): number {
+    const { B, T } = batch;
+    const V = this.model.config.vocabSize;
+    const { logits } = this.model.forward({ tokens: batch.tokens, B, T });
+    const losses = new Float64Array(B * T);
+    const dlogits = new Float64Array(B * T * V);
+    crossEntropyRef(losses, dlogits, logits, batch.targets, batch.mask, B * T, V, scale);
+    this.model.backward(dlogits, null);
+    let sum = 0;
+    for (const l of losses) sum += l;
+    return sum;
+  }
+
+  /** One optimizer step over the micro-batches (gradient accumulation when there are several). */
+  trainStep(batches: TokenBatch[]): StepResult {
+    let tokens = 0;
+    for (const b of batches) for (const m of b.mask) tokens += m;
+    if (tokens === 0) throw new Error('trainStep: the loss mask selects no token');
+    this.model.zeroGrad();
+    let lossSum = 0;
+    for (const b of batches) lossSum += this.accumulate(b, 1 / tokens);
+    const loss = lossSum / tokens;
+    this.step++;
+    if (!Number.isFinite(loss)) throw new NumericsError(this.step, 'loss', loss);
+    const gradNorm = this.applyGradients();
+    return { loss, gradNorm, tokens };
+  }
+
+  /** Clips and applies the accumulated gradients with AdamW; returns the pre-clip norm. */
+  applyGradients(): number {
+    const { table, params, grads } = this.model;
+    const gradNorm = gradNormRef(grads, table.total);
+    if (!Number.isFinite(gradNorm)) {
+      const bad = table.entries.find((e) => grads.subarray(e.offset, e.offset + e.size).some((g) => !Number.isFinite(g)));
+      throw new NumericsError(this.step, `gradient of ${bad?.name ?? 'unknown tensor'}`, gradNorm);
+    }
+    const o = this.opt;
+    const gradScale = o.gradClip > 0 ? Math.min(1, o.gradClip / (gradNorm + 1e-6)) : 1;
+    const common = { lr: o.lr, beta1: o.beta1, beta2: o.beta2, eps: o.eps, step: this.step, gradScale };
+    adamwRef(params, grads, this.m, this.v, 0, table.decayEnd, { ...common, weightDecay: o.weightDecay });
+    adamwRef(params, grads, this.m, this.v, table.decayEnd, table.total - table.decayEnd, { ...common, weightDecay: 0 });
+    return gradNorm;
+  }
+}

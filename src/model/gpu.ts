@@ -1,0 +1,166 @@
+/**
+ * The model on WebGPU: parameters, gradients and AdamW moments in four slabs laid out by the
+ * parameter table; forward and backward recorded kernel by kernel in the same order as the
+ * CPU model (cpu.ts), so the two can be compared layer for layer. Shape legend: config.ts.
+ */
+import type { BufferBinding, Recorder } from '../gpu/recorder';
+import type { GpuRuntime } from '../gpu/runtime';
+import { attentionForward, recordAttentionBackward } from '../kernels/attention';
+import { checkEmbeddingIds, embeddingForward, recordEmbeddingBackward } from '../kernels/embedding';
+import { layernormForward, recordLayernormBackward } from '../kernels/layernorm';
+import { recordMatmulForward } from '../kernels/matmul';
+import { recordMatmulBackward } from '../kernels/matmul_backward';
+import { geluBackward } from '../kernels/gelu';
+import { residualForward } from '../kernels/residual';
+import { defaultPositions, type ForwardInput } from './cpu';
+import type { ModelConfig } from './config';
+import { allocActs, destroyActs, type ActBuffers } from './gpu-acts';
+import { layerParam, paramTable, type ParamTable } from './params';
+
+export class GpuModel {
+  readonly table: ParamTable;
+  readonly params: GPUBuffer; // (P) laid out by `table`
+  readonly grads: GPUBuffer; // (P) accumulated by backward
+  private actsCache: ActBuffers | null = null;
+
+  constructor(readonly rt: GpuRuntime, readonly config: ModelConfig, params: Float32Array) {
+    this.table = paramTable(config);
+    if (params.length !== this.table.total) {
+      throw new Error(`GpuModel: parameter slab has ${params.length} floats, the table needs ${this.table.total}`);
+    }
+    this.params = rt.upload(params, 'params');
+    this.grads = rt.storage(this.table.total * 4, 'grads');
+  }
+
+  /** A binding of tensor `name` inside a slab. */
+  slice(slab: GPUBuffer, name: string): BufferBinding {
+    const e = this.table.byName.get(name);
+    if (!e) throw new Error(`no parameter named "${name}"`);
+    return { buffer: slab, offset: e.offset * 4, size: e.size * 4 };
+  }
+
+  /** Activation buffers for (B, T), reused while the shape stays the same. */
+  acts(B: number, T: number): ActBuffers {
+    const a = this.actsCache;
+    if (a && a.B === B && a.T === T) return a;
+    if (a) destroyActs(a);
+    this.actsCache = allocActs(this.rt, this.config, B, T);
+    return this.actsCache;
+  }
+
+  /** Validates the input and writes tokens, positions and start into the activation buffers. */
+  writeInput(input: ForwardInput): { acts: ActBuffers; positions: ArrayLike<number> } {
+    const { B, T } = input;
+    const { vocabSize: V, contextLength: maxT } = this.config;
+    if (!Number.isInteger(B) || B < 1 || !Number.isInteger(T) || T < 1) throw new Error(`forward: B and T must be positive integers, got B=${B} T=${T}`);
+    if (T > maxT) throw new Error(`forward: T=${T} exceeds contextLength ${maxT}`);
+    const positions = input.positions ?? defaultPositions(B, T);
+    checkEmbeddingIds(input.tokens, positions, V, maxT);
+    if (input.tokens.length !== B * T) throw new Error(`forward: tokens has ${input.tokens.length} ids, expected B*T = ${B * T}`);
+    const acts = this.acts(B, T);
+    const q = this.rt.device.queue;
+    q.writeBuffer(acts.tokens, 0, Uint32Array.from(input.tokens));
+    q.writeBuffer(acts.positions, 0, Uint32Array.from(positions));
+    q.writeBuffer(acts.start, 0, input.start ? Uint32Array.from(input.start) : new Uint32Array(B));
+    return { acts, positions };
+  }
+
+  /** Records the forward pass: logits (BT, V) and values (BT) land in `acts`. */
+  async recordForward(rec: Recorder, a: ActBuffers): Promise<void> {
+    const { rt } = this;
+    const { nLayer: L, dModel: C, nHead: NH, vocabSize: V, contextLength: maxT } = this.config;
+    const { B, T } = a;
+    const BT = B * T;
+    const p = (n: string) => this.slice(this.params, n);
+    const [emb, ln, attn, add] = await Promise.all([
+      rt.compile(embeddingForward), rt.compile(layernormForward()), rt.compile(attentionForward), rt.compile(residualForward),
+    ]);
+    rec.dispatch(emb, { out: a.resid[0]!, tokens: a.tokens, positions: a.positions, wte: p('wte'), wpe: p('wpe') }, { BT, C, V, maxT });
+    for (let l = 0; l < L; l++) {
+      const w = (n: string) => p(layerParam(l, n));
+      const x = a.layers[l]!;
+      const resid = a.resid[l]!;
+      rec.dispatch(ln, { out: x.ln1, mean: x.ln1Mean, rstd: x.ln1Rstd, inp: resid, weight: w('ln1w'), bias: w('ln1b') }, { N: BT, C });
+      await recordMatmulForward(rt, rec, { out: x.qkv, inp: x.ln1, weight: w('qkvw'), bias: w('qkvb') }, { M: BT, K: C, N: 3 * C });
+      rec.dispatch(attn, { qkv: x.qkv, start: a.start, out: x.atty, att: x.att }, { B, T, C, NH });
+      await recordMatmulForward(rt, rec, { out: a.proj, inp: x.atty, weight: w('attprojw'), bias: w('attprojb') }, { M: BT, K: C, N: C });
+      rec.dispatch(add, { out: x.residual2, a: resid, b: a.proj }, { n: BT * C });
+      rec.dispatch(ln, { out: x.ln2, mean: x.ln2Mean, rstd: x.ln2Rstd, inp: x.residual2, weight: w('ln2w'), bias: w('ln2b') }, { N: BT, C });
+      await recordMatmulForward(rt, rec, { out: x.fchGelu, pre: x.fch, inp: x.ln2, weight: w('fcw'), bias: w('fcb') }, { M: BT, K: C, N: 4 * C }, { gelu: true });
+      await recordMatmulForward(rt, rec, { out: a.proj, inp: x.fchGelu, weight: w('fcprojw'), bias: w('fcprojb') }, { M: BT, K: 4 * C, N: C });
+      rec.dispatch(add, { out: a.resid[l + 1]!, a: x.residual2, b: a.proj }, { n: BT * C });
+    }
+    rec.dispatch(ln, { out: a.lnf, mean: a.lnfMean, rstd: a.lnfRstd, inp: a.resid[L]!, weight: p('lnfw'), bias: p('lnfb') }, { N: BT, C });
+    await recordMatmulForward(rt, rec, { out: a.logits, inp: a.lnf, weight: p('wte') }, { M: BT, K: C, N: V });
+    await recordMatmulForward(rt, rec, { out: a.values, inp: a.lnf, weight: p('valuew'), bias: p('valueb') }, { M: BT, K: C, N: 1 });
+  }
+
+  /**
+   * Records the backward pass from a.dlogits (BT, V) and, if `withValues`, a.dvalues (BT);
+   * gradients accumulate into `grads`. Returns pooled temporaries to release after submit
+   * and buffers to destroy.
+   */
+  async recordBackward(rec: Recorder, a: ActBuffers, tokens: ArrayLike<number>, positions: ArrayLike<number>, withValues: boolean): Promise<{ release: GPUBuffer[]; destroy: GPUBuffer[] }> {
+    const { rt } = this;
+    const { nLayer: L, dModel: C, nHead: NH, vocabSize: V, contextLength: maxT } = this.config;
+    const { B, T } = a;
+    const BT = B * T;
+    const p = (n: string) => this.slice(this.params, n);
+    const g = (n: string) => this.slice(this.grads, n);
+    const gelu = await rt.compile(geluBackward);
+    const release: GPUBuffer[] = [];
+
+    rec.clear(a.dln).clear(a.dresid);
+    await recordMatmulBackward(rt, rec, { dinp: a.dln, dweight: g('wte'), dout: a.dlogits, inp: a.lnf, weight: p('wte') }, { M: BT, K: C, N: V });
+    if (withValues) {
+      await recordMatmulBackward(rt, rec, { dinp: a.dln, dweight: g('valuew'), dbias: g('valueb'), dout: a.dvalues, inp: a.lnf, weight: p('valuew') }, { M: BT, K: C, N: 1 });
+    }
+    await recordLayernormBackward(rt, rec, { dinp: a.dresid, dweight: g('lnfw'), dbias: g('lnfb'), dout: a.dln, inp: a.resid[L]!, weight: p('lnfw'), mean: a.lnfMean, rstd: a.lnfRstd }, { N: BT, C });
+    for (let l = L - 1; l >= 0; l--) {
+      const x = a.layers[l]!;
+      const w = (n: string) => p(layerParam(l, n));
+      const dw = (n: string) => g(layerParam(l, n));
+      // residual3 = residual2 + fcproj: dresid is both d(residual2) and d(fcproj)
+      rec.clear(a.dfchGelu).clear(a.dfch).clear(a.dln).clear(a.datty).clear(a.dqkv);
+      await recordMatmulBackward(rt, rec, { dinp: a.dfchGelu, dweight: dw('fcprojw'), dbias: dw('fcprojb'), dout: a.dresid, inp: x.fchGelu, weight: w('fcprojw') }, { M: BT, K: 4 * C, N: C });
+      rec.dispatch(gelu, { dinp: a.dfch, inp: x.fch, dout: a.dfchGelu }, { n: BT * 4 * C });
+      await recordMatmulBackward(rt, rec, { dinp: a.dln, dweight: dw('fcw'), dbias: dw('fcb'), dout: a.dfch, inp: x.ln2, weight: w('fcw') }, { M: BT, K: C, N: 4 * C });
+      await recordLayernormBackward(rt, rec, { dinp: a.dresid, dweight: dw('ln2w'), dbias: dw('ln2b'), dout: a.dln, inp: x.residual2, weight: w('ln2w'), mean: x.ln2Mean, rstd: x.ln2Rstd }, { N: BT, C });
+      // residual2 = residual + attproj
+      await recordMatmulBackward(rt, rec, { dinp: a.datty, dweight: dw('attprojw'), dbias: dw('attprojb'), dout: a.dresid, inp: x.atty, weight: w('attprojw') }, { M: BT, K: C, N: C });
+      const { temporaries } = await recordAttentionBackward(rt, rec, { dqkv: a.dqkv, dout: a.datty, qkv: x.qkv, att: x.att, start: a.start, dpre: a.dpre }, { B, T, C, NH });
+      release.push(...temporaries);
+      rec.clear(a.dln);
+      await recordMatmulBackward(rt, rec, { dinp: a.dln, dweight: dw('qkvw'), dbias: dw('qkvb'), dout: a.dqkv, inp: x.ln1, weight: w('qkvw') }, { M: BT, K: C, N: 3 * C });
+      await recordLayernormBackward(rt, rec, { dinp: a.dresid, dweight: dw('ln1w'), dbias: dw('ln1b'), dout: a.dln, inp: a.resid[l]!, weight: w('ln1w'), mean: x.ln1Mean, rstd: x.ln1Rstd }, { N: BT, C });
+    }
+    const destroy = await recordEmbeddingBackward(rt, rec, { dwte: g('wte'), dwpe: g('wpe'), dout: a.dresid }, tokens, positions, { BT, C, V, maxT });
+    return { release, destroy };
+  }
+
+  /** Runs the forward and reads logits (BT, V) and values (BT) back (tests, evaluation). */
+  async forward(input: ForwardInput): Promise<{ logits: Float32Array; values: Float32Array }> {
+    const { acts } = this.writeInput(input);
+    const rec = this.rt.record('forward');
+    await this.recordForward(rec, acts);
+    const logits = rec.read(acts.logits);
+    const values = rec.read(acts.values);
+    await rec.submit();
+    return { logits: new Float32Array(await logits), values: new Float32Array(await values) };
+  }
+
+  async readParams(): Promise<Float32Array> {
+    return new Float32Array(await this.rt.read(this.params));
+  }
+
+  async readGrads(): Promise<Float32Array> {
+    return new Float32Array(await this.rt.read(this.grads));
+  }
+
+  dispose(): void {
+    if (this.actsCache) destroyActs(this.actsCache);
+    this.actsCache = null;
+    this.params.destroy();
+    this.grads.destroy();
+  }
+}

@@ -1,0 +1,62 @@
+/** Optimizer settings (AdamW with global-norm clipping), validated; shared by both backends. */
+import { ConfigError } from './config';
+
+export interface OptimConfig {
+  /** learning rate */
+  lr: number;
+  /** Adam first-moment decay */
+  beta1: number;
+  /** Adam second-moment decay */
+  beta2: number;
+  /** Adam denominator epsilon */
+  eps: number;
+  /** decoupled weight decay for matrices and embeddings (not biases or LayerNorm) */
+  weightDecay: number;
+  /** clip the global gradient L2 norm to this; 0 disables */
+  gradClip: number;
+}
+
+export const DEFAULT_OPTIM: OptimConfig = { lr: 3e-4, beta1: 0.9, beta2: 0.95, eps: 1e-8, weightDecay: 0.1, gradClip: 1.0 };
+
+const RANGES: Record<keyof OptimConfig, [number, number]> = {
+  lr: [0, 1],
+  beta1: [0, 0.999999],
+  beta2: [0, 0.999999],
+  eps: [0, 1],
+  weightDecay: [0, 10],
+  gradClip: [0, 1e6],
+};
+
+export function validateOptimConfig(input: unknown, where = 'optimizer'): OptimConfig {
+  if (typeof input !== 'object' || input === null) throw new ConfigError(`${where}: expected an object`);
+  const obj = { ...DEFAULT_OPTIM, ...(input as Record<string, unknown>) } as Record<string, unknown>;
+  const unknown = Object.keys(input).filter((k) => !(k in RANGES));
+  if (unknown.length) throw new ConfigError(`${where}: unknown field ${unknown.map((k) => `"${k}"`).join(', ')}`);
+  for (const [k, [lo, hi]] of Object.entries(RANGES)) {
+    const v = obj[k];
+    if (typeof v !== 'number' || !Number.isFinite(v) || v < lo || v > hi) {
+      throw new ConfigError(`${where}.${k}: must be a number in [${lo}, ${hi}], got ${JSON.stringify(v)}`);
+    }
+  }
+  return obj as unknown as OptimConfig;
+}
+
+/** A batch of token sequences for next-token training. */
+export interface TokenBatch {
+  B: number;
+  T: number;
+  /** (B, T) inputs */
+  tokens: Uint32Array;
+  /** (B, T) next-token targets */
+  targets: Uint32Array;
+  /** (B, T) 1 where the loss counts (e.g. the solution, not the prompt), else 0 */
+  mask: Float32Array;
+}
+
+/** Thrown by the numerics guard: names the step and the tensor that went non-finite. */
+export class NumericsError extends Error {
+  override readonly name = 'NumericsError';
+  constructor(readonly step: number, readonly tensor: string, readonly value: number) {
+    super(`non-finite ${tensor} (${value}) at step ${step}: training stopped; lower the learning rate or resume from the last checkpoint`);
+  }
+}
