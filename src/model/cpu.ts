@@ -164,7 +164,7 @@ export class CpuModel {
   }
 }
 
-export function defaultPositions(B: number, T: number): Uint32Array {
+export function defaultPositions(B: number, T: number): Uint32Array<ArrayBuffer> {
   const pos = new Uint32Array(B * T);
   for (let b = 0; b < B; b++) for (let t = 0; t < T; t++) pos[b * T + t] = t;
   return pos;

@@ -46,11 +46,11 @@ export interface TokenBatch {
   B: number;
   T: number;
   /** (B, T) inputs */
-  tokens: Uint32Array;
+  tokens: Uint32Array<ArrayBuffer>;
   /** (B, T) next-token targets */
-  targets: Uint32Array;
+  targets: Uint32Array<ArrayBuffer>;
   /** (B, T) 1 where the loss counts (e.g. the solution, not the prompt), else 0 */
-  mask: Float32Array;
+  mask: Float32Array<ArrayBuffer>;
 }
 
 /** Thrown by the numerics guard: names the step and the tensor that went non-finite. */
