@@ -5,7 +5,7 @@
  */
 import type { BufferBinding, Recorder } from '../gpu/recorder';
 import type { GpuRuntime } from '../gpu/runtime';
-import { attentionForward, recordAttentionBackward } from '../kernels/attention';
+import { attentionDecode, attentionForward, kvWrite, recordAttentionBackward } from '../kernels/attention';
 import { checkEmbeddingIds, embeddingForward, recordEmbeddingBackward } from '../kernels/embedding';
 import { layernormForward, recordLayernormBackward } from '../kernels/layernorm';
 import { recordMatmulForward } from '../kernels/matmul';
@@ -16,6 +16,23 @@ import { defaultPositions, type ForwardInput } from './cpu';
 import type { ModelConfig } from './config';
 import { allocActs, destroyActs, type ActBuffers } from './gpu-acts';
 import { layerParam, paramTable, type ParamTable } from './params';
+
+/** Per-layer key and value caches, (B, Tmax, C) each. */
+export interface KvCache {
+  B: number;
+  Tmax: number;
+  layers: { k: GPUBuffer; v: GPUBuffer }[];
+}
+
+/** A forward over new positions [pos, pos + T) that reads and extends a KV cache. */
+export interface KvStep {
+  cache: KvCache;
+  pos: number;
+  /** (B, T) u32 token ids, when they live elsewhere than acts.tokens (e.g. the sampler's output) */
+  tokens?: BufferBinding;
+  /** (B, T) u32 positions, when they live elsewhere than acts.positions */
+  positions?: BufferBinding;
+}
 
 export class GpuModel {
   readonly table: ParamTable;
@@ -65,24 +82,38 @@ export class GpuModel {
     return { acts, positions };
   }
 
-  /** Records the forward pass: logits (BT, V) and values (BT) land in `acts`. */
-  async recordForward(rec: Recorder, a: ActBuffers): Promise<void> {
+  /**
+   * Records the forward pass: logits (BT, V) and values (BT) land in `acts`. With `kv` the
+   * rows are T new positions starting at kv.pos: their keys and values are appended to the
+   * cache and attention reads the cache (prefill and decode steps of generation).
+   */
+  async recordForward(rec: Recorder, a: ActBuffers, kv?: KvStep): Promise<void> {
     const { rt } = this;
     const { nLayer: L, dModel: C, nHead: NH, vocabSize: V, contextLength: maxT } = this.config;
     const { B, T } = a;
     const BT = B * T;
     const p = (n: string) => this.slice(this.params, n);
-    const [emb, ln, attn, add] = await Promise.all([
+    const [emb, ln, attn, add, write, decode] = await Promise.all([
       rt.compile(embeddingForward), rt.compile(layernormForward()), rt.compile(attentionForward), rt.compile(residualForward),
+      rt.compile(kvWrite), rt.compile(attentionDecode),
     ]);
-    rec.dispatch(emb, { out: a.resid[0]!, tokens: a.tokens, positions: a.positions, wte: p('wte'), wpe: p('wpe') }, { BT, C, V, maxT });
+    const tokens = kv?.tokens ?? a.tokens;
+    const positions = kv?.positions ?? a.positions;
+    rec.dispatch(emb, { out: a.resid[0]!, tokens, positions, wte: p('wte'), wpe: p('wpe') }, { BT, C, V, maxT });
     for (let l = 0; l < L; l++) {
       const w = (n: string) => p(layerParam(l, n));
       const x = a.layers[l]!;
       const resid = a.resid[l]!;
       rec.dispatch(ln, { out: x.ln1, mean: x.ln1Mean, rstd: x.ln1Rstd, inp: resid, weight: w('ln1w'), bias: w('ln1b') }, { N: BT, C });
       await recordMatmulForward(rt, rec, { out: x.qkv, inp: x.ln1, weight: w('qkvw'), bias: w('qkvb') }, { M: BT, K: C, N: 3 * C });
-      rec.dispatch(attn, { qkv: x.qkv, start: a.start, out: x.atty, att: x.att }, { B, T, C, NH });
+      if (kv) {
+        const { k, v } = kv.cache.layers[l]!;
+        const { Tmax } = kv.cache;
+        rec.dispatch(write, { qkv: x.qkv, kcache: k, vcache: v }, { B, Tnew: T, C, Tmax, pos: kv.pos });
+        rec.dispatch(decode, { qkv: x.qkv, kcache: k, vcache: v, start: a.start, out: x.atty }, { B, Tnew: T, C, NH, Tmax, pos: kv.pos });
+      } else {
+        rec.dispatch(attn, { qkv: x.qkv, start: a.start, out: x.atty, att: x.att }, { B, T, C, NH });
+      }
       await recordMatmulForward(rt, rec, { out: a.proj, inp: x.atty, weight: w('attprojw'), bias: w('attprojb') }, { M: BT, K: C, N: C });
       rec.dispatch(add, { out: x.residual2, a: resid, b: a.proj }, { n: BT * C });
       rec.dispatch(ln, { out: x.ln2, mean: x.ln2Mean, rstd: x.ln2Rstd, inp: x.residual2, weight: w('ln2w'), bias: w('ln2b') }, { N: BT, C });
@@ -147,6 +178,15 @@ export class GpuModel {
     const values = rec.read(acts.values);
     await rec.submit();
     return { logits: new Float32Array(await logits), values: new Float32Array(await values) };
+  }
+
+  /** A KV cache for B sequences of up to Tmax positions. */
+  createKvCache(B: number, Tmax: number): KvCache {
+    const { nLayer: L, dModel: C, contextLength } = this.config;
+    if (Tmax > contextLength) throw new Error(`KV cache: ${Tmax} positions exceed contextLength ${contextLength}`);
+    const bytes = B * Tmax * C * 4;
+    const layers = Array.from({ length: L }, (_, l) => ({ k: this.rt.storage(bytes, `h${l}.kcache`), v: this.rt.storage(bytes, `h${l}.vcache`) }));
+    return { B, Tmax, layers };
   }
 
   async readParams(): Promise<Float32Array> {
