@@ -4,7 +4,7 @@
  * in the same order as the GPU model, so a disagreement points at one kernel.
  * Shape legend: see config.ts.
  */
-import { attentionBackwardRef, attentionForwardRef } from '../kernels/attention';
+import { attentionBackwardRef, attentionDecodeRef, attentionForwardRef, kvWriteRef } from '../kernels/attention';
 import { embeddingBackwardRef, embeddingForwardRef } from '../kernels/embedding';
 import { geluBackwardRef, geluForwardRef } from '../kernels/gelu';
 import { layernormBackwardRef, layernormForwardRef } from '../kernels/layernorm';
@@ -48,6 +48,13 @@ export interface ForwardResult {
   values: Float64Array;
 }
 
+/** Per-layer key and value caches, (B, Tmax, C) each. */
+export interface CpuKvCache {
+  B: number;
+  Tmax: number;
+  layers: { k: Float64Array; v: Float64Array }[];
+}
+
 export class CpuModel {
   readonly table: ParamTable;
   /** parameters laid out by `table` */
@@ -73,7 +80,12 @@ export class CpuModel {
     return view(this.table, this.grads, name);
   }
 
-  forward(input: ForwardInput): ForwardResult {
+  /**
+   * Logits and values for (B, T). With `kv` the rows are T new positions starting at kv.pos:
+   * their keys and values are appended to the cache and attention reads it (generation; no
+   * backward afterwards).
+   */
+  forward(input: ForwardInput, kv?: { cache: CpuKvCache; pos: number }): ForwardResult {
     const { nLayer: L, dModel: C, nHead: NH, vocabSize: V, contextLength: maxT } = this.config;
     const { B, T } = input;
     const BT = B * T;
@@ -89,7 +101,7 @@ export class CpuModel {
       const a: LayerActs = {
         residual,
         ln1: new Float64Array(BT * C), ln1Mean: new Float64Array(BT), ln1Rstd: new Float64Array(BT),
-        qkv: new Float64Array(BT * 3 * C), atty: new Float64Array(BT * C), att: new Float64Array(B * NH * T * T),
+        qkv: new Float64Array(BT * 3 * C), atty: new Float64Array(BT * C), att: new Float64Array(kv ? 0 : B * NH * T * T),
         residual2: new Float64Array(BT * C),
         ln2: new Float64Array(BT * C), ln2Mean: new Float64Array(BT), ln2Rstd: new Float64Array(BT),
         fch: new Float64Array(BT * 4 * C), fchGelu: new Float64Array(BT * 4 * C),
@@ -98,7 +110,13 @@ export class CpuModel {
       const fcproj = new Float64Array(BT * C);
       layernormForwardRef(a.ln1, a.ln1Mean, a.ln1Rstd, residual, w('ln1w'), w('ln1b'), BT, C);
       matmulForwardRef(a.qkv, a.ln1, w('qkvw'), w('qkvb'), BT, C, 3 * C);
-      attentionForwardRef(a.atty, a.att, a.qkv, B, T, C, NH, start);
+      if (kv) {
+        const { k, v } = kv.cache.layers[l]!;
+        kvWriteRef(k, v, a.qkv, B, T, C, kv.cache.Tmax, kv.pos);
+        attentionDecodeRef(a.atty, a.qkv, k, v, B, T, C, NH, kv.cache.Tmax, kv.pos, start);
+      } else {
+        attentionForwardRef(a.atty, a.att, a.qkv, B, T, C, NH, start);
+      }
       matmulForwardRef(attproj, a.atty, w('attprojw'), w('attprojb'), BT, C, C);
       residualForwardRef(a.residual2, residual, attproj, BT * C);
       layernormForwardRef(a.ln2, a.ln2Mean, a.ln2Rstd, a.residual2, w('ln2w'), w('ln2b'), BT, C);
@@ -118,7 +136,7 @@ export class CpuModel {
     matmulForwardRef(logits, lnf, this.p('wte'), null, BT, C, V);
     const values = new Float64Array(BT);
     matmulForwardRef(values, lnf, this.p('valuew'), this.p('valueb'), BT, C, 1);
-    this.acts = { input: { tokens: input.tokens, positions, start, B, T }, layers, final: residual, lnf, lnfMean, lnfRstd };
+    this.acts = kv ? null : { input: { tokens: input.tokens, positions, start, B, T }, layers, final: residual, lnf, lnfMean, lnfRstd };
     return { logits, values };
   }
 
@@ -157,6 +175,12 @@ export class CpuModel {
       layernormBackwardRef(dresidual, dw('ln1w'), dw('ln1b'), dln1, a.residual, w('ln1w'), a.ln1Mean, a.ln1Rstd, BT, C);
     }
     embeddingBackwardRef(this.g('wte'), this.g('wpe'), dresidual, input.tokens, input.positions, BT, C);
+  }
+
+  createKvCache(B: number, Tmax: number): CpuKvCache {
+    const { nLayer: L, dModel: C, contextLength } = this.config;
+    if (Tmax > contextLength) throw new Error(`KV cache: ${Tmax} positions exceed contextLength ${contextLength}`);
+    return { B, Tmax, layers: Array.from({ length: L }, () => ({ k: new Float64Array(B * Tmax * C), v: new Float64Array(B * Tmax * C) })) };
   }
 
   zeroGrad(): void {

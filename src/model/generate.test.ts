@@ -113,3 +113,20 @@ describe('generate (KV cache, left padding, GPU sampling)', () => {
     model.dispose();
   });
 });
+
+describe('cpuGenerate', () => {
+  test('chooses the same tokens as the GPU from the same uniforms, with matching log-probs and values', async () => {
+    const { cpuGenerate } = await import('./cpu-generate');
+    const rt = await testRuntime();
+    const p = params(25);
+    const model = new GpuModel(rt, cfg, p);
+    const opts = { maxNewTokens: 7, temperature: 1.1, topK: 0, topP: 0.95, seed: 5, eosId: 3 };
+    const gpu = await generate(model, prompts, opts);
+    const cpu = cpuGenerate(new CpuModel(cfg, p), prompts, opts);
+    expect(cpu.tokens).toEqual(gpu.tokens);
+    expect(cpu.finish).toEqual(gpu.finish);
+    cpu.logprobs.forEach((row, b) => row.forEach((lp, s) => expect(Math.abs(lp - gpu.logprobs[b]![s]!)).toBeLessThan(1e-3)));
+    cpu.values.forEach((row, b) => row.forEach((v, s) => expect(Math.abs(v - gpu.values[b]![s]!)).toBeLessThan(1e-3)));
+    model.dispose();
+  });
+});

@@ -9,69 +9,20 @@
  */
 import type { Recorder } from '../gpu/recorder';
 import { randUniform } from '../kernels/rand';
-import { NO_TOKEN, sample } from '../kernels/sample';
-import type { GpuModel, KvCache } from './gpu';
+import { sample } from '../kernels/sample';
+import { Collector, padPrompts, validateGenerate, type GenerateOptions, type GenerateResult } from './generate-common';
+import type { GpuModel } from './gpu';
 import { allocActs, destroyActs, type ActBuffers } from './gpu-acts';
 
-export interface GenerateOptions {
-  maxNewTokens: number;
-  /** 0 = greedy */
-  temperature: number;
-  /** 0 = off */
-  topK?: number;
-  /** 1 = off */
-  topP?: number;
-  seed: number;
-  /** a sequence stops after emitting this id (kept in its tokens) */
-  eosId?: number;
-  /** a sequence stops once its generated ids end with one of these id sequences (kept) */
-  stop?: number[][];
-  /** decode steps per submit between stop checks (default 8) */
-  checkEvery?: number;
-  /**
-   * Constrained decoding: called before every step with each sequence's tokens so far;
-   * returns an additive bias (B, V) and/or an allow-mask bitset (B, ceil(V / 32)), 1 = allowed.
-   */
-  constrain?: (step: number, generated: number[][]) => { bias?: Float32Array<ArrayBuffer>; allowMask?: Uint32Array<ArrayBuffer> } | null;
-}
-
-export type FinishReason = 'eos' | 'stop' | 'length' | 'no-token';
-
-export interface GenerateResult {
-  /** generated ids per sequence (prompt excluded), cut after the stop condition */
-  tokens: number[][];
-  /** log-probability of each generated id under the sampling distribution before top-k/top-p */
-  logprobs: number[][];
-  /** value head at the position before each generated id (the state the action was taken in) */
-  values: number[][];
-  finish: FinishReason[];
-  stats: { steps: number; submits: number; prefillMs: number; decodeMs: number; tokensPerSecond: number };
-}
+export type { GenerateOptions, GenerateResult } from './generate-common';
 
 export async function generate(model: GpuModel, prompts: ArrayLike<number>[], opts: GenerateOptions): Promise<GenerateResult> {
   const { rt, config } = model;
   const { vocabSize: V, contextLength } = config;
-  const B = prompts.length;
-  if (B < 1) throw new Error('generate: no prompts');
-  if (prompts.some((p) => p.length < 1)) throw new Error('generate: every prompt needs at least one token');
-  const P = Math.max(...prompts.map((p) => p.length));
-  const N = opts.maxNewTokens;
-  if (!Number.isInteger(N) || N < 1) throw new Error(`generate: maxNewTokens must be a positive integer, got ${N}`);
-  if (P + N > contextLength) throw new Error(`generate: prompt (${P}) + maxNewTokens (${N}) exceeds contextLength ${contextLength}`);
+  const { B, P, N } = validateGenerate(prompts, opts, contextLength);
   const t0 = performance.now();
   const submits0 = rt.stats.submits;
-
-  // Left padding: row b's prompt occupies [start[b], P); its positions count from there.
-  const start = Uint32Array.from(prompts, (p) => P - p.length);
-  const tokens = new Uint32Array(B * P);
-  const positions = new Uint32Array(B * P);
-  prompts.forEach((p, b) => {
-    for (let t = 0; t < P; t++) {
-      const i = t - start[b]!;
-      tokens[b * P + t] = i >= 0 ? p[i]! : p[0]!;
-      positions[b * P + t] = Math.max(0, i);
-    }
-  });
+  const { start, tokens, positions } = padPrompts(prompts, P);
 
   const cache = model.createKvCache(B, P + N);
   const prefill = allocActs(rt, config, B, P);
@@ -101,10 +52,7 @@ export async function generate(model: GpuModel, prompts: ArrayLike<number>[], op
   q.writeBuffer(out.stepPositions, 0, table);
 
   const [rand, sampler] = await Promise.all([rt.compile(randUniform), rt.compile(sample)]);
-  const generated: number[][] = prompts.map(() => []);
-  const logprobs: number[][] = prompts.map(() => []);
-  const values: number[][] = prompts.map(() => []);
-  const finish: (FinishReason | null)[] = prompts.map(() => null);
+  const collector = new Collector(B, N, opts);
   const checkEvery = opts.constrain ? 1 : Math.max(1, opts.checkEvery ?? 8);
   let prefillMs = 0;
   let steps = 0;
@@ -123,7 +71,7 @@ export async function generate(model: GpuModel, prompts: ArrayLike<number>[], op
       let useBias = false;
       let useMask = false;
       if (opts.constrain) {
-        const c = opts.constrain(s, generated);
+        const c = opts.constrain(s, collector.tokens);
         if (c?.bias) {
           if (c.bias.length !== B * V) throw new Error(`generate: constrain() bias has ${c.bias.length} values, expected B*V = ${B * V}`);
           q.writeBuffer(out.bias, 0, c.bias);
@@ -157,9 +105,10 @@ export async function generate(model: GpuModel, prompts: ArrayLike<number>[], op
         const vl = rec.read(out.values, ...range);
         await rec.submit();
         if (pendingFrom === 0) prefillMs = performance.now() - t0;
-        collect(new Uint32Array(await tk), new Float32Array(await lp), new Float32Array(await vl), pendingFrom, s + 1);
+        const [tkv, lpv, vlv] = [new Uint32Array(await tk), new Float32Array(await lp), new Float32Array(await vl)];
+        for (let r = 0; r < s + 1 - pendingFrom; r++) collector.push(tkv.subarray(r * B, (r + 1) * B), lpv.subarray(r * B, (r + 1) * B), vlv.subarray(r * B, (r + 1) * B));
         pendingFrom = s + 1;
-        if (finish.every((f) => f !== null)) break;
+        if (collector.done) break;
         rec = rt.record(`generate steps ${s + 1}..`);
       }
     }
@@ -172,39 +121,5 @@ export async function generate(model: GpuModel, prompts: ArrayLike<number>[], op
     for (const b of Object.values(out)) b.destroy();
   }
 
-  function collect(tk: Uint32Array, lp: Float32Array, vl: Float32Array, from: number, to: number): void {
-    for (let s = from; s < to; s++) {
-      for (let b = 0; b < B; b++) {
-        if (finish[b] !== null) continue;
-        const i = (s - from) * B + b;
-        const id = tk[i]!;
-        if (id === NO_TOKEN) {
-          finish[b] = 'no-token';
-          continue;
-        }
-        generated[b]!.push(id);
-        logprobs[b]!.push(lp[i]!);
-        values[b]!.push(vl[i]!);
-        if (opts.eosId !== undefined && id === opts.eosId) finish[b] = 'eos';
-        else if (opts.stop?.some((st) => endsWith(generated[b]!, st))) finish[b] = 'stop';
-        else if (generated[b]!.length === N) finish[b] = 'length';
-      }
-    }
-  }
-
-  const total = performance.now() - t0;
-  const produced = generated.reduce((a, g) => a + g.length, 0);
-  return {
-    tokens: generated,
-    logprobs,
-    values,
-    finish: finish.map((f) => f ?? 'length'),
-    stats: { steps, submits: rt.stats.submits - submits0, prefillMs, decodeMs: total - prefillMs, tokensPerSecond: produced / (total / 1000) },
-  };
-}
-
-function endsWith(seq: number[], suffix: number[]): boolean {
-  if (suffix.length === 0 || suffix.length > seq.length) return false;
-  for (let i = 0; i < suffix.length; i++) if (seq[seq.length - suffix.length + i] !== suffix[i]) return false;
-  return true;
+  return collector.result({ steps, submits: rt.stats.submits - submits0, prefillMs, totalMs: performance.now() - t0 });
 }

@@ -1,0 +1,43 @@
+/**
+ * Generation on the float64 CPU model with the same semantics as the GPU path (generate.ts):
+ * left padding, a KV cache, the same counter-based uniforms and the same sampler, so both
+ * backends choose the same tokens from the same logits.
+ */
+import { randUniformRef } from '../kernels/rand';
+import { sampleRef } from '../kernels/sample';
+import type { CpuModel } from './cpu';
+import { Collector, padPrompts, validateGenerate, type GenerateOptions, type GenerateResult } from './generate-common';
+
+export function cpuGenerate(model: CpuModel, prompts: ArrayLike<number>[], opts: GenerateOptions): GenerateResult {
+  const { vocabSize: V, contextLength } = model.config;
+  const { B, P, N } = validateGenerate(prompts, opts, contextLength);
+  const t0 = performance.now();
+  const { start, tokens, positions } = padPrompts(prompts, P);
+  const cache = model.createKvCache(B, P + N);
+  const collector = new Collector(B, N, opts);
+
+  let { logits, values } = model.forward({ tokens, positions, start, B, T: P }, { cache, pos: 0 });
+  let rows = P; // logits hold `rows` positions per sequence; the last one is sampled from
+  const prefillMs = performance.now() - t0;
+  let steps = 0;
+  for (let s = 0; s < N && !collector.done; s++) {
+    const last = new Float64Array(B * V);
+    const lastValues = new Float64Array(B);
+    for (let b = 0; b < B; b++) {
+      last.set(logits.subarray((b * rows + rows - 1) * V, (b * rows + rows) * V), b * V);
+      lastValues[b] = values[b * rows + rows - 1]!;
+    }
+    const c = opts.constrain?.(s, collector.tokens) ?? null;
+    const u = randUniformRef(opts.seed, s, B);
+    const picked = sampleRef(last, B, V, u, {
+      temperature: opts.temperature, topK: opts.topK ?? 0, topP: opts.topP ?? 1, bias: c?.bias ?? null, allowMask: c?.allowMask ?? null,
+    });
+    collector.push(picked.tokens, picked.logp, lastValues);
+    steps++;
+    if (s === N - 1 || collector.done) break;
+    const stepPositions = Uint32Array.from(start, (st) => P + s - st);
+    ({ logits, values } = model.forward({ tokens: picked.tokens, positions: stepPositions, start, B, T: 1 }, { cache, pos: P + s }));
+    rows = 1;
+  }
+  return collector.result({ steps, submits: 0, prefillMs, totalMs: performance.now() - t0 });
+}
