@@ -81,3 +81,13 @@ export function linearWorkgroups(n: number, perGroup: number, limits: GPUSupport
   if (y > max) throw new GpuError('limit', `${n} items need ${groups} workgroups, more than ${max}^2`);
   return [Math.ceil(groups / y), y, 1];
 }
+
+/**
+ * Threads for a one-workgroup-per-row kernel over rows of n elements, about `perThread`
+ * elements each: a power of two from 32 to 256. Idle threads still pay for every barrier (on
+ * SwiftShader a 256-wide LayerNorm over C = 32 ran 8x slower than a 32-wide one), so the
+ * workgroup follows the row length.
+ */
+export function rowWorkgroup(n: number, perThread = 1): number {
+  return Math.min(256, Math.max(32, 2 ** Math.ceil(Math.log2(Math.max(1, Math.ceil(n / perThread))))));
+}

@@ -8,7 +8,7 @@
  */
 import backwardWgsl from '../../shaders/layernorm_backward.wgsl';
 import forwardWgsl from '../../shaders/layernorm_forward.wgsl';
-import { linearWorkgroups, type KernelSpec } from '../gpu/kernel';
+import { linearWorkgroups, rowWorkgroup, type KernelSpec } from '../gpu/kernel';
 import type { BufferBinding, Recorder } from '../gpu/recorder';
 import type { GpuRuntime } from '../gpu/runtime';
 
@@ -100,10 +100,15 @@ export interface LayernormBackwardBuffers {
   rstd: BufferBinding; // (N) saved by the forward
 }
 
+/** Kernel selection: threads per row for C channels (one per channel, 32 to 256). */
+export function layernormWorkgroup(C: number): number {
+  return rowWorkgroup(C);
+}
+
 /** Records the backward: the per-row and the per-channel dispatch. */
 export async function recordLayernormBackward(rt: GpuRuntime, rec: Recorder, b: LayernormBackwardBuffers, p: LayernormProblem): Promise<void> {
   const bindings = { ...b };
-  rec.dispatch(await rt.compile(layernormBackwardRows()), bindings, p);
+  rec.dispatch(await rt.compile(layernormBackwardRows(layernormWorkgroup(p.C))), bindings, p);
   rec.dispatch(await rt.compile(layernormBackwardChannels()), bindings, p);
 }
 

@@ -3,6 +3,8 @@
  * the global gradient norm and AdamW) is one recording and one submit. The loss and the
  * numerics status are read back only on logging steps.
  */
+import { rowWorkgroup, withConstants } from '../gpu/kernel';
+import type { DispatchTiming } from '../gpu/recorder';
 import type { GpuRuntime } from '../gpu/runtime';
 import { adamw, GRAD_STATUS_WORDS, recordGradNorm, STATUS_NONFINITE_NOW } from '../kernels/adamw';
 import { crossEntropy } from '../kernels/crossentropy';
@@ -25,6 +27,8 @@ export class GpuTrainer {
   private readonly status: GPUBuffer; // (GRAD_STATUS_WORDS) u32
   private readonly lossSum: GPUBuffer; // (1) summed loss of the step
   step = 0;
+  /** per-dispatch GPU times of the last step recorded with `profile` */
+  lastTimings: DispatchTiming[] | null = null;
 
   constructor(readonly model: GpuModel, public opt: OptimConfig) {
     const rt = model.rt;
@@ -44,16 +48,17 @@ export class GpuTrainer {
    * One optimizer step over the micro-batches, in one submit. With `read` the loss and the
    * gradient norm are read back and checked (the numerics guard); otherwise nothing is read.
    */
-  async trainStep(batches: TokenBatch[], read: boolean): Promise<GpuStepResult> {
+  async trainStep(batches: TokenBatch[], read: boolean, profile = false): Promise<GpuStepResult> {
     const { rt, model } = this;
     const V = model.config.vocabSize;
     let tokens = 0;
     for (const b of batches) for (const m of b.mask) tokens += m;
     if (tokens === 0) throw new Error('trainStep: the loss mask selects no token');
     if (batches.some((b) => b.B !== batches[0]!.B || b.T !== batches[0]!.T)) throw new Error('trainStep: micro-batches must share one shape (B, T)');
-    const [ce, acc, opt] = await Promise.all([rt.compile(crossEntropy), rt.compile(accumulate), rt.compile(adamw)]);
+    const ceSpec = withConstants(crossEntropy, { workgroupSize: [rowWorkgroup(V, 8)] });
+    const [ce, acc, opt] = await Promise.all([rt.compile(ceSpec), rt.compile(accumulate), rt.compile(adamw)]);
     this.step++;
-    const rec = rt.record(`train step ${this.step}`);
+    const rec = rt.record(`train step ${this.step}`, { profile });
     const release: GPUBuffer[] = [];
     const destroy: GPUBuffer[] = [];
     rec.clear(model.grads).clear(this.lossSum);
@@ -95,7 +100,8 @@ export class GpuTrainer {
     const lossP = read ? rec.read(this.lossSum) : null;
     const normP = read ? rec.read(this.norm) : null;
     const statusP = read ? rec.read(this.status) : null;
-    await rec.submit();
+    const report = await rec.submit();
+    this.lastTimings = report.timings;
     for (const b of release) rt.pool.release(b);
     for (const b of destroy) b.destroy();
     if (!read) return { tokens };
