@@ -15,6 +15,9 @@ export function wgsl(): Plugin {
 
 export default defineConfig({
   plugins: [react(), wgsl()],
+  // ESLint's CommonJS require("esquery") must get esquery's UMD build; the ESM one breaks
+  // ESLint's Linter in the browser ("parse is not a function").
+  resolve: { alias: [{ find: /^esquery$/, replacement: 'esquery/dist/esquery.min.js' }] },
   // The app loads nothing from the network: every asset is bundled or served from public/.
   build: {
     target: 'es2022',
