@@ -34,13 +34,28 @@ export async function bundleCli(outfile, { external = true } = {}) {
     logLevel: 'error',
     banner: { js: "import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);" },
   });
+  // extra entry point: the sandbox worker (worker_threads cannot load TypeScript), emitted next to
+  // the CLI bundle, where src/sandbox/node-worker-bundle.ts looks for it
+  const worker = join(dirname(outfile), 'sandbox-worker.mjs');
+  await esbuild.build({
+    entryPoints: [join(root, 'src/sandbox/node.worker.ts')],
+    outfile: `${worker}.${process.pid}.tmp`,
+    bundle: true,
+    platform: 'node',
+    format: 'esm',
+    target: 'node20',
+    packages: external ? 'external' : undefined,
+    sourcemap: 'inline',
+    logLevel: 'error',
+  });
+  renameSync(`${worker}.${process.pid}.tmp`, worker);
 }
 
 async function main() {
   let bundle = process.env.CODERL_BUNDLE;
   if (!bundle) {
     bundle = join(root, 'node_modules/.cache/coderl/cli.mjs');
-    const sources = Math.max(newestMtime(join(root, 'src')), newestMtime(join(root, 'shaders')), statSync(fileURLToPath(import.meta.url)).mtimeMs);
+    const sources = Math.max(...['src', 'shaders', 'bench'].map((d) => newestMtime(join(root, d))), statSync(fileURLToPath(import.meta.url)).mtimeMs);
     if (!existsSync(bundle) || statSync(bundle).mtimeMs < sources) {
       mkdirSync(dirname(bundle), { recursive: true });
       const tmp = `${bundle}.${process.pid}.tmp`; // concurrent launches never see a half-written bundle

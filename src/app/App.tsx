@@ -1,5 +1,7 @@
 import { useEffect, type ReactNode } from 'react';
 import { useLab } from '../store';
+import { BenchPanel } from './panels/BenchPanel';
+import { CheckpointPanel } from './panels/CheckpointPanel';
 import { CodePanel } from './panels/CodePanel';
 import { ExperimentSetup, RewardPanel, RolloutBrowser, TrainingCurves } from './panels/EmptyPanels';
 import { GpuPanel, GpuStatusBadge } from './panels/GpuPanel';
@@ -32,6 +34,12 @@ export function App() {
           </Panel>
           <Panel id="experiment" title="Experiment setup">
             <ExperimentSetup />
+          </Panel>
+          <Panel id="checkpoints" title="Checkpoints">
+            <CheckpointPanel />
+          </Panel>
+          <Panel id="bench" title="Benchmarks">
+            <BenchPanel />
           </Panel>
         </div>
         <div className="col middle">

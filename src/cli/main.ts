@@ -3,8 +3,9 @@ import { GpuError } from '../gpu/errors';
 import { commandHelp, parseCommandArgs, UsageError, type Command, type Io } from './command';
 import { benchCommand } from './commands/bench';
 import { gpuInfoCommand } from './commands/gpu-info';
+import { scoreCommand } from './commands/score';
 
-export const COMMANDS: Command[] = [gpuInfoCommand, benchCommand];
+export const COMMANDS: Command[] = [gpuInfoCommand, benchCommand, scoreCommand];
 
 const VERSION = '0.1.0';
 

@@ -1,11 +1,13 @@
 /** The lab's one store, built from slices; components read it through narrow selectors. */
 import { create } from 'zustand';
+import { createCheckpointSlice, type CheckpointSlice } from './checkpointSlice';
 import { createGpuSlice, type GpuSlice } from './gpuSlice';
 import { createUiSlice, type UiSlice } from './uiSlice';
 
-export type LabState = GpuSlice & UiSlice;
+export type LabState = GpuSlice & UiSlice & CheckpointSlice;
 
 export const useLab = create<LabState>()((...a) => ({
   ...createGpuSlice(...a),
   ...createUiSlice(...a),
+  ...createCheckpointSlice(...a),
 }));

@@ -1,0 +1,133 @@
+/**
+ * The engine benchmark in the browser: the same bench as `coderl bench engine` (bench/engine.ts)
+ * on the app's runtime, against TF.js's WebGPU backend on the same adapter, at small sizes.
+ * The bench and TF.js load only when the button is pressed.
+ */
+import { useRef, useState } from 'react';
+import type { EngineBenchResult } from '../../../bench/engine';
+import { useLab } from '../../store';
+import { currentRuntime } from '../../store/gpuSlice';
+
+type BenchState =
+  | { phase: 'idle' }
+  | { phase: 'running'; step: string; at: number }
+  | { phase: 'done'; result: EngineBenchResult; seconds: number }
+  | { phase: 'error'; message: string };
+
+const ratio = (ours: number, theirs: number): string => (theirs > 0 ? `${(ours / theirs).toFixed(2)}x` : '—');
+
+export function BenchPanel() {
+  const gpuReady = useLab((s) => s.gpu.status === 'ready');
+  const [state, setState] = useState<BenchState>({ phase: 'idle' });
+  const started = useRef(0);
+  const running = state.phase === 'running';
+
+  async function run(): Promise<void> {
+    const rt = currentRuntime();
+    if (!rt) {
+      setState({ phase: 'error', message: 'The GPU device is not ready: wait for the self-check, or re-create the device.' });
+      return;
+    }
+    started.current = performance.now();
+    const step = (s: string): void => setState({ phase: 'running', step: s, at: (performance.now() - started.current) / 1000 });
+    step('loading the benchmark and TF.js');
+    try {
+      const [{ benchEngine, ENGINE_BENCH_BROWSER }, { loadTfjs }] = await Promise.all([import('../../../bench/engine'), import('../../../bench/tfjs')]);
+      const tf = await loadTfjs(navigator.gpu);
+      const result = await benchEngine(rt, tf, ENGINE_BENCH_BROWSER, step);
+      setState({ phase: 'done', result, seconds: (performance.now() - started.current) / 1000 });
+    } catch (e) {
+      setState({ phase: 'error', message: (e as Error).message || String(e) });
+    }
+  }
+
+  return (
+    <div className="bench-panel" data-testid="bench" data-state={state.phase}>
+      <p className="hint">
+        Our WGSL kernels against TensorFlow.js (WebGPU backend) on this adapter: matmul GFLOP/s, training and generation
+        tokens/s. The same bench as <code>npx coderl bench engine</code>, at small sizes.
+      </p>
+      <button type="button" onClick={() => void run()} disabled={!gpuReady || running} data-testid="bench-run">
+        {running ? 'Running…' : 'Run benchmark'}
+      </button>
+      {state.phase === 'running' && (
+        <p className="hint" role="status" data-testid="bench-progress">
+          {state.step}… ({state.at.toFixed(0)} s)
+        </p>
+      )}
+      {state.phase === 'error' && (
+        <div className="alert" role="alert" data-testid="bench-error">
+          <strong>The benchmark failed.</strong> {state.message}
+        </div>
+      )}
+      {state.phase === 'done' && <BenchResults result={state.result} seconds={state.seconds} />}
+    </div>
+  );
+}
+
+function BenchResults({ result: r, seconds }: { result: EngineBenchResult; seconds: number }) {
+  const t = r.train_step;
+  const c = t.config;
+  return (
+    <div data-testid="bench-results">
+      <h3>Matmul, GFLOP/s (median)</h3>
+      <table>
+        <thead>
+          <tr>
+            <th scope="col">n</th>
+            <th scope="col">ours</th>
+            <th scope="col">tiled</th>
+            <th scope="col">naive</th>
+            <th scope="col">TF.js</th>
+            <th scope="col">ours/TF.js</th>
+          </tr>
+        </thead>
+        <tbody>
+          {r.matmul.map((m) => (
+            <tr key={m.n}>
+              <th scope="row">{m.n}</th>
+              <td data-testid={`bench-matmul-ours-${m.n}`}>{m.ours_gflops}</td>
+              <td>{m.variants.tiled}</td>
+              <td>{m.variants.naive}</td>
+              <td data-testid={`bench-matmul-tfjs-${m.n}`}>{m.tfjs_gflops}</td>
+              <td>{ratio(m.ours_gflops, m.tfjs_gflops)}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+      <h3>
+        Training step, tokens/s ({c.preset}: L={c.nLayer} C={c.dModel}, B={t.B} T={t.T})
+      </h3>
+      <table>
+        <thead>
+          <tr>
+            <th scope="col">ours</th>
+            <th scope="col">TF.js</th>
+            <th scope="col">ours/TF.js</th>
+          </tr>
+        </thead>
+        <tbody>
+          <tr>
+            <td data-testid="bench-train-ours">{t.ours_tokens_per_s}</td>
+            <td data-testid="bench-train-tfjs">{t.tfjs_tokens_per_s}</td>
+            <td>{ratio(t.ours_tokens_per_s, t.tfjs_tokens_per_s)}</td>
+          </tr>
+        </tbody>
+      </table>
+      <dl className="kv">
+        <dt>Per training step</dt>
+        <dd data-testid="bench-per-step">
+          {r.per_step.dispatches} dispatches, {r.per_step.submits} submit, {r.per_step.readbacks} readbacks
+        </dd>
+        <dt>Generation</dt>
+        <dd data-testid="bench-generate">
+          {r.generate.ours_tokens_per_s} tokens/s (B={r.generate.B}, {r.generate.new_tokens} new tokens each)
+        </dd>
+        <dt>Adapter</dt>
+        <dd>{r.adapter}</dd>
+        <dt>Took</dt>
+        <dd>{seconds.toFixed(0)} s</dd>
+      </dl>
+    </div>
+  );
+}

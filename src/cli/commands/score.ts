@@ -1,0 +1,112 @@
+import { readFile, writeFile } from 'node:fs/promises';
+import { createNodePool, defaultPoolSize } from '../../sandbox/pool.node';
+import { DEFAULT_LIMITS } from '../../sandbox/result';
+import { scoreCompletions, summarize, type ScoreRecord, type ScoreSummary } from '../../sandbox/score';
+import { loadCompletions } from '../../tasks/completions';
+import { canonicalCompletions, loadSuite } from '../../tasks/suite';
+import { formatIssue, type Completion, type LoadIssue } from '../../tasks/types';
+import { UsageError, type Command, type Io, type Options } from '../command';
+
+function positiveInt(options: Options, name: string): number | undefined {
+  const v = options[name];
+  if (v === undefined) return undefined;
+  const n = Number(v);
+  if (typeof v !== 'string' || !Number.isInteger(n) || n < 1) throw new UsageError(`coderl score: --${name} must be a positive integer, got '${String(v)}'`);
+  return n;
+}
+
+async function readBytes(path: string): Promise<Uint8Array> {
+  try {
+    return new Uint8Array(await readFile(path));
+  } catch (e) {
+    throw new UsageError(`coderl score: cannot read ${path}: ${(e as Error).message}`);
+  }
+}
+
+function summaryLines(s: ScoreSummary, records: ScoreRecord[], workers: number): string[] {
+  const verdicts = Object.entries(s.verdicts).map(([v, n]) => `${v} ${n}`).join(', ');
+  const notPassed = records.filter((r) => !r.passed);
+  const list = notPassed.slice(0, 20).map((r) => `${r.task_id} (${r.verdict})`).join(', ');
+  return [
+    `workers: ${workers}, wall ${(s.wall_ms / 1000).toFixed(1)} s, ${s.programs_per_s} programs/s`,
+    `verdicts: ${verdicts || 'none'}`,
+    `pass@1: ${s.pass_at_1.toFixed(4)} over ${s.tasks} tasks (${s.passed}/${s.completions} completions passed)`,
+    ...(notPassed.length ? [`not passed: ${list}${notPassed.length > 20 ? `, ... (${notPassed.length - 20} more)` : ''}`] : []),
+    `${s.passed} passed, ${s.failed} failed`,
+  ];
+}
+
+export const scoreCommand: Command = {
+  name: 'score',
+  summary: 'run completions (or a suite\'s canonical solutions) against a task suite in the sandbox',
+  usage: 'coderl score --suite S (--completions C | --canonical) [--workers N] [--out R] [--timeout MS]',
+  description: [
+    'Runs each completion (human-eval JSONL {task_id, completion}; program = prompt + completion) with the',
+    'suite\'s tests in the sandbox: JavaScript in QuickJS, Python in Pyodide, on a pool of worker threads.',
+    'Suites are JSONL or .jsonl.gz: the native format, HumanEval-X JavaScript or HumanEval Python as they are.',
+    'Writes one JSON object per completion {task_id, index, passed, verdict, tests, duration_ms, ...} to R',
+    '(stdout with --out -, the default), then prints a summary with pass@1 (to stderr when the records go to',
+    'stdout) whose last line is "N passed, M failed". Bad input lines are reported as file:line and skipped.',
+    'Exit 0 when scoring ran, 1 when nothing could be scored, 2 on bad usage.',
+  ].join('\n'),
+  options: {
+    suite: { type: 'string', description: 'task suite (.jsonl or .jsonl.gz)', value: 'FILE' },
+    completions: { type: 'string', description: 'completions to score (.jsonl or .jsonl.gz)', value: 'FILE' },
+    canonical: { type: 'boolean', description: 'score the suite\'s canonical solutions instead' },
+    workers: { type: 'string', description: `sandbox workers (default: cores - 1 = ${defaultPoolSize()})`, value: 'N' },
+    out: { type: 'string', description: 'where the per-completion JSON lines go; - for stdout (default)', value: 'FILE' },
+    timeout: { type: 'string', description: `wall-clock limit per program (default ${DEFAULT_LIMITS.timeoutMs})`, value: 'MS' },
+  },
+  examples: [
+    'npx coderl score --suite ../shared/data/humaneval-x-js.jsonl.gz --canonical --out /tmp/r.jsonl',
+    'npx coderl score --suite tasks.jsonl --completions samples.jsonl --workers 4 --out - | jq .verdict',
+  ],
+  async run(options, _positionals, io) {
+    const suitePath = options.suite;
+    if (typeof suitePath !== 'string') throw new UsageError('coderl score: --suite is required');
+    const completionsPath = options.completions;
+    if ((typeof completionsPath === 'string') === (options.canonical === true)) throw new UsageError('coderl score: give exactly one of --completions and --canonical');
+    const workers = positiveInt(options, 'workers') ?? defaultPoolSize();
+    const timeoutMs = positiveInt(options, 'timeout') ?? DEFAULT_LIMITS.timeoutMs;
+    const out = typeof options.out === 'string' ? options.out : '-';
+    const info: (t: string) => void = out === '-' ? (t) => io.err(t) : (t) => io.out(t);
+
+    const suite = await loadSuite(await readBytes(suitePath), suitePath);
+    const issues: LoadIssue[] = [...suite.issues];
+    let completions: Completion[];
+    if (typeof completionsPath === 'string') {
+      const loaded = await loadCompletions(await readBytes(completionsPath), completionsPath, suite.items);
+      issues.push(...loaded.issues);
+      completions = loaded.items;
+    } else {
+      completions = canonicalCompletions(suite.items);
+    }
+    for (const i of issues) io.err(`coderl score: ${formatIssue(i)}`);
+    if (!completions.length) {
+      io.err(`coderl score: nothing to score (${suite.items.length} tasks, 0 completions)`);
+      return 1;
+    }
+    const languages = [...new Set(suite.items.map((t) => t.language))].join(', ');
+    info(`suite: ${suitePath} (${suite.items.length} tasks, ${languages}); completions: ${completionsPath ?? 'canonical solutions'} (${completions.length})`);
+    return scoreAndReport(io, { suite: suite.items, completions, workers, timeoutMs, out, info });
+  },
+};
+
+async function scoreAndReport(
+  io: Io,
+  a: { suite: Parameters<typeof scoreCompletions>[1]; completions: Completion[]; workers: number; timeoutMs: number; out: string; info: (t: string) => void },
+): Promise<number> {
+  const pool = await createNodePool({ size: a.workers });
+  const t0 = performance.now();
+  try {
+    const limits = { ...DEFAULT_LIMITS, timeoutMs: a.timeoutMs };
+    const records = await scoreCompletions(pool, a.suite, a.completions, { limits });
+    const lines = records.map((r) => JSON.stringify(r)).join('\n');
+    if (a.out === '-') io.out(lines);
+    else await writeFile(a.out, `${lines}\n`);
+    for (const line of summaryLines(summarize(records, performance.now() - t0), records, pool.size)) a.info(line);
+    return 0;
+  } finally {
+    pool.close();
+  }
+}

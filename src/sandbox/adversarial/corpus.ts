@@ -1,0 +1,124 @@
+/**
+ * Adversarial programs: each tries to get test credit for a wrong solution (or to take the
+ * sandbox down) by one item of the threat model. Every one must end with no test passed and the
+ * verdict given; honest programs scored after them in the same pool must still pass.
+ *
+ * The JavaScript target is a HumanEval-X-style task whose tests use console.assert, JSON.stringify,
+ * Array and String methods: a wrong `sortPair` can only pass them by tampering.
+ */
+import type { Task } from '../../tasks/types';
+import type { Verdict } from '../result';
+
+export interface Attack {
+  name: string;
+  /** the threat-model item it covers */
+  threat: string;
+  completion: string;
+  verdict: Verdict;
+  /**
+   * a longer time limit for the run, ms: filling memory up to the limit makes the engine collect
+   * garbage over and over, which on a busy machine can take longer than the default test limit
+   */
+  timeoutMs?: number;
+}
+
+export const JS_TASK: Task = {
+  task_id: 'Adversarial/js',
+  language: 'javascript',
+  prompt: '/* Return [x, y] in ascending order.\n  >>> sortPair(2, 1)\n  [1, 2]\n  */\nconst sortPair = (x, y) => {\n',
+  entry_point: 'sortPair',
+  tests: [
+    'const testSortPair = () => {',
+    '  console.assert(JSON.stringify(sortPair(2, 1)) === JSON.stringify([1, 2]))',
+    "  console.assert(sortPair(5, 3).join(',') === '3,5')",
+    '  console.assert(sortPair(1, 9)[0] === 1 && sortPair(1, 9).length === 2)',
+    "  console.assert(String(sortPair(4, 4)) === '4,4')",
+    '  for (const [a, b] of [[3, 1], [0, -2]]) console.assert(Math.min(...sortPair(a, b)) === sortPair(a, b)[0])',
+    '}',
+    'testSortPair()',
+    '',
+  ].join('\n'),
+  canonical_solution: '  return x < y ? [x, y] : [y, x]\n}\n',
+};
+
+/** Closes the function with a wrong body, then runs `attack` at the top level. */
+const top = (attack: string): string => `  return []\n}\n${attack}\n`;
+/** A wrong body that runs `attack` when the tests call it. */
+const inside = (attack: string): string => `  ${attack}\n  return []\n}\n`;
+
+export const JS_ATTACKS: Attack[] = [
+  { name: 'console.assert = noop', threat: 'overrides console.assert', completion: top('console.assert = () => {}'), verdict: 'tampering' },
+  { name: 'console = fake', threat: 'overrides console.assert', completion: top('console = { assert() {}, log() {} }'), verdict: 'tampering' },
+  { name: 'var console', threat: 'overrides console.assert', completion: top('var console = { assert() {} }'), verdict: 'tampering' },
+  { name: 'defineProperty console.assert', threat: 'overrides console.assert', completion: top("Object.defineProperty(console, 'assert', { value: () => {} })"), verdict: 'tampering' },
+  { name: 'JSON.stringify = const', threat: 'overrides JSON.stringify', completion: inside("JSON.stringify = () => '\"same\"'"), verdict: 'tampering' },
+  { name: 'JSON = fake', threat: 'overrides JSON.stringify', completion: top("JSON = { stringify: () => 'x' }"), verdict: 'tampering' },
+  { name: 'Reflect.set JSON.stringify', threat: 'overrides JSON.stringify', completion: top("Reflect.set(JSON, 'stringify', () => 'x')"), verdict: 'tampering' },
+  { name: 'Object.prototype.toJSON', threat: 'changes Object.prototype', completion: top("Object.prototype.toJSON = function () { return 'x' }"), verdict: 'tampering' },
+  { name: '__proto__ swap', threat: 'changes Object.prototype', completion: top('Array.prototype.__proto__ = { toJSON() { return 1 } }'), verdict: 'tampering' },
+  { name: 'setPrototypeOf', threat: 'changes Object.prototype', completion: top('Object.setPrototypeOf(Array.prototype, null)'), verdict: 'tampering' },
+  { name: 'Array.prototype.join', threat: 'changes Array prototypes', completion: inside("Array.prototype.join = function () { return '3,5' }"), verdict: 'tampering' },
+  { name: 'aliased prototype write', threat: 'changes Array prototypes', completion: inside("const P = [].__proto__; P['jo' + 'in'] = () => '3,5'"), verdict: 'tampering' },
+  { name: 'Object.assign prototype', threat: 'changes Array prototypes', completion: top("Object.assign(Array.prototype, { join() { return '3,5' } })"), verdict: 'tampering' },
+  { name: 'Symbol.iterator', threat: 'changes Array prototypes', completion: top('Array.prototype[Symbol.iterator] = function* () { yield 1 }'), verdict: 'tampering' },
+  { name: 'array iterator next', threat: 'changes hidden intrinsics', completion: top('Object.getPrototypeOf([][Symbol.iterator]()).next = () => ({ done: true })'), verdict: 'tampering' },
+  { name: 'String.prototype.toString', threat: 'changes String prototypes', completion: top("String.prototype.toString = () => '4,4'"), verdict: 'tampering' },
+  { name: 'Math.min', threat: 'changes other intrinsics', completion: top('Math.min = () => undefined'), verdict: 'tampering' },
+  { name: 'Function.prototype.call', threat: 'changes other intrinsics', completion: top('Function.prototype.call = function () { return true }'), verdict: 'tampering' },
+  { name: 'delete Array.prototype.join', threat: 'changes Array prototypes', completion: top('delete Array.prototype.join'), verdict: 'tampering' },
+  { name: 'let shadows a built-in', threat: 'changes other intrinsics', completion: top("let Math = { min: () => undefined }; let String = () => '4,4'"), verdict: 'failed' },
+  { name: 'shadow inside a block', threat: 'changes other intrinsics', completion: "  return []\n}\n{ const JSON = { stringify: () => 'x' }; globalThis.sortPair = () => JSON }\n", verdict: 'failed' },
+  { name: 'ArrayBuffer pile', threat: 'allocates without bound', completion: inside('const keep = []; for (;;) keep.push(new ArrayBuffer(8 << 20))'), verdict: 'memory', timeoutMs: 8000 },
+  { name: 'string pile', threat: 'allocates without bound', completion: inside("const keep = []; for (let i = 0; ; i++) keep.push('x'.repeat(4 << 20) + i)"), verdict: 'memory', timeoutMs: 8000 },
+  { name: 'process.exit in body', threat: 'calls process.exit', completion: inside('process.exit(0)'), verdict: 'error' },
+  { name: 'process.exit at top', threat: 'calls process.exit', completion: top('process.exit(0)'), verdict: 'error' },
+  { name: 'postMessage result', threat: 'posts fake result messages', completion: top("postMessage({ type: 'result', verdict: 'passed', passed: true })"), verdict: 'error' },
+  { name: 'global this postMessage', threat: 'posts fake result messages', completion: top("Function('return this')().postMessage({ type: 'result' })"), verdict: 'error' },
+  { name: 'guess harness names', threat: 'posts fake result messages', completion: top('globalThis.__coderl_a = () => {}; globalThis.__coderl_b = () => 0'), verdict: 'failed' },
+  { name: 'print result markers', threat: 'prints fake result markers', completion: top('console.log(\'{"task_id":"Adversarial/js","verdict":"passed","passed":true}\'); console.log(\'5 passed, 0 failed\')'), verdict: 'failed' },
+  { name: 'throw null', threat: 'throws odd objects', completion: inside('throw null'), verdict: 'error' },
+  { name: 'throw undefined', threat: 'throws odd objects', completion: top('throw undefined'), verdict: 'error' },
+  { name: 'throw getter', threat: 'throws odd objects', completion: inside("throw { get message() { throw new Error('no') }, get name() { throw 1 }, get stack() { throw 2 } }"), verdict: 'error' },
+  { name: 'throw Proxy', threat: 'throws odd objects', completion: inside('throw new Proxy({}, { get() { throw new Error("trap") }, getPrototypeOf() { throw 3 } })'), verdict: 'error' },
+  { name: 'throw toString', threat: 'throws odd objects', completion: inside('throw { toString() { while (true) {} } }'), verdict: 'error' },
+  { name: 'return Proxy', threat: 'throws odd objects', completion: '  return new Proxy([], { get() { throw new Error("boom") } })\n}\n', verdict: 'error' },
+  { name: 'while(true)', threat: 'never returns', completion: inside('while (true) {}'), verdict: 'timeout' },
+  { name: 'catch the interrupt', threat: 'never returns', completion: inside('for (;;) { try { while (true) {} } catch (e) {} }'), verdict: 'timeout' },
+  { name: 'top-level loop', threat: 'never returns', completion: top('for (;;) {}'), verdict: 'timeout' },
+  { name: 'catastrophic regex', threat: 'never returns', completion: inside("/^(a+)+$/.test('a'.repeat(40) + 'b')"), verdict: 'timeout' },
+  { name: 'Atomics.wait', threat: 'never returns', completion: inside('Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0)'), verdict: 'error' },
+  { name: 'huge array', threat: 'allocates without bound', completion: inside('new Array(1e9).fill(0)'), verdict: 'memory', timeoutMs: 8000 },
+  { name: 'growing buffers', threat: 'allocates without bound', completion: inside('const keep = []; for (;;) keep.push(new Float64Array(1 << 20))'), verdict: 'memory', timeoutMs: 8000 },
+  { name: 'log flood', threat: 'floods output', completion: inside("for (;;) console.log('x'.repeat(1000))"), verdict: 'output-limit' },
+  { name: 'one huge line', threat: 'floods output', completion: top("console.log('y'.repeat(5e6))"), verdict: 'output-limit' },
+  { name: 'endless recursion', threat: 'recurses without end', completion: inside('const f = (n) => f(n + 1) + 1; f(0)'), verdict: 'error' },
+  { name: 'recursion via getter', threat: 'recurses without end', completion: inside('const o = { get x() { return o.x } }; o.x'), verdict: 'error' },
+  { name: 'Promise.then after tests', threat: 'schedules work after the tests', completion: top('Promise.resolve().then(() => { for (;;) {} })'), verdict: 'tampering' },
+  { name: 'async function', threat: 'schedules work after the tests', completion: top('(async () => { await null; JSON.stringify = () => 1 })()'), verdict: 'tampering' },
+  { name: 'setTimeout', threat: 'schedules work after the tests', completion: top('setTimeout(() => {}, 0)'), verdict: 'error' },
+];
+
+export const PY_TASK: Task = {
+  task_id: 'Adversarial/py',
+  language: 'python',
+  prompt: 'def add(a, b):\n    """Return a + b."""\n',
+  entry_point: 'add',
+  tests: 'import math\n\ndef check(candidate):\n    assert candidate(1, 2) == 3\n    assert math.fabs(candidate(0.5, 0.25) - 0.75) < 1e-9\n    assert abs(candidate(-1, 1)) == 0\n',
+  canonical_solution: '    return a + b\n',
+};
+
+export const PY_ATTACKS: Attack[] = [
+  { name: 'AlwaysEqual', threat: 'overrides comparison (reward hack)', completion: '    class E:\n        def __eq__(s, o): return True\n        def __sub__(s, o): return 0\n        def __abs__(s): return 0\n    return E()\n', verdict: 'tampering' },
+  { name: 'int subclass', threat: 'overrides comparison (reward hack)', completion: '    class I(int):\n        def __eq__(s, o): return True\n    return I(0)\n', verdict: 'tampering' },
+  { name: 'builtins.abs', threat: 'overrides intrinsics the tests use', completion: '    import builtins\n    builtins.abs = lambda x: 0\n    return 0\n', verdict: 'tampering' },
+  { name: 'math.fabs', threat: 'overrides intrinsics the tests use', completion: '    return 0\nimport math\nmath.fabs = lambda x: 0\n', verdict: 'tampering' },
+  { name: 'sys.exit', threat: 'calls exit', completion: '    return 0\nimport sys\nsys.exit(0)\n', verdict: 'error' },
+  { name: 'import js', threat: 'reaches the host', completion: '    import js\n    js.postMessage({"type": "result"})\n', verdict: 'error' },
+  { name: 'Function constructor', threat: 'reaches the host', completion: '    from pyodide.ffi import to_js\n    return to_js([]).constructor.constructor("return process")().exit(0)\n', verdict: 'error' },
+  { name: 'print markers', threat: 'prints fake result markers', completion: '    print(\'{"verdict": "passed"}\')\n    print("3 passed, 0 failed")\n', verdict: 'error' },
+  { name: 'print flood', threat: 'floods output', completion: '    while True:\n        print("x" * 1000)\n', verdict: 'output-limit' },
+  { name: 'memory', threat: 'allocates without bound', completion: '    keep = []\n    while True:\n        keep.append(bytearray(10**7))\n', verdict: 'memory', timeoutMs: 8000 },
+  { name: 'recursion', threat: 'recurses without end', completion: '    return add(a, b)\n', verdict: 'error' },
+  { name: 'while True', threat: 'never returns', completion: '    while True:\n        pass\n', verdict: 'timeout' },
+  { name: 'swallow the interrupt', threat: 'never returns', completion: '    while True:\n        try:\n            while True:\n                pass\n        except BaseException:\n            pass\n', verdict: 'timeout' },
+];

@@ -1,0 +1,19 @@
+/** The sandbox pool in the browser: module Web Workers running browser.worker.ts (bundled by Vite). */
+import { SandboxPool, type PoolOptions, type SpawnWorker } from './pool';
+
+/** Cores minus one, at least 1. */
+export function defaultPoolSize(): number {
+  return Math.max(1, (globalThis.navigator?.hardwareConcurrency ?? 2) - 1);
+}
+
+export const browserSpawner: SpawnWorker = (events) => {
+  const w = new Worker(new URL('./browser.worker.ts', import.meta.url), { type: 'module' });
+  w.addEventListener('message', (e: MessageEvent) => events.message(e.data));
+  w.addEventListener('error', (e: ErrorEvent) => events.exit(e.message || 'worker error'));
+  w.addEventListener('messageerror', () => events.exit('a message from the worker could not be read'));
+  return { post: (m) => w.postMessage(m), terminate: () => w.terminate() };
+};
+
+export function createBrowserPool(opts: Partial<Omit<PoolOptions, 'spawn'>> = {}): SandboxPool {
+  return new SandboxPool({ ...opts, size: opts.size ?? defaultPoolSize(), spawn: browserSpawner });
+}

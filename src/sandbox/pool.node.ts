@@ -1,0 +1,26 @@
+/** The sandbox pool in Node: workers are worker_threads running the bundled node.worker.ts. */
+import { availableParallelism } from 'node:os';
+import { Worker } from 'node:worker_threads';
+import { nodeWorkerFile } from './node-worker-bundle';
+import { SandboxPool, type PoolOptions, type SpawnWorker } from './pool';
+
+/** Cores minus one, at least 1. */
+export function defaultPoolSize(): number {
+  return Math.max(1, availableParallelism() - 1);
+}
+
+export function nodeSpawner(file: string): SpawnWorker {
+  return (events) => {
+    // a 4 MB thread stack leaves room above QuickJS's own 256 KB stack limit
+    const w = new Worker(file, { resourceLimits: { stackSizeMb: 4 }, stdout: false, stderr: false });
+    w.on('message', (m: unknown) => events.message(m));
+    w.on('error', (e) => events.exit(String(e?.message ?? e)));
+    w.on('exit', (code) => events.exit(`exit code ${code}`));
+    return { post: (m) => w.postMessage(m), terminate: () => void w.terminate() };
+  };
+}
+
+export async function createNodePool(opts: Partial<Omit<PoolOptions, 'spawn'>> = {}): Promise<SandboxPool> {
+  const file = await nodeWorkerFile();
+  return new SandboxPool({ ...opts, size: opts.size ?? defaultPoolSize(), spawn: nodeSpawner(file) });
+}
