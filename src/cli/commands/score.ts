@@ -1,4 +1,8 @@
 import { readFile, writeFile } from 'node:fs/promises';
+import { createAnalyzer } from '../../analysis';
+import { nodeWasmLoader } from '../../analysis/wasm-node';
+import { annotateRecords, cacheLine, rewardSummary } from '../../reward/annotate';
+import { DEFAULT_REWARD, RewardConfigError, validateRewardConfig, type RewardConfig } from '../../reward/reward';
 import { createNodePool, defaultPoolSize } from '../../sandbox/pool.node';
 import { DEFAULT_LIMITS } from '../../sandbox/result';
 import { scoreCompletions, summarize, type ScoreRecord, type ScoreSummary } from '../../sandbox/score';
@@ -44,7 +48,8 @@ export const scoreCommand: Command = {
     'Runs each completion (human-eval JSONL {task_id, completion}; program = prompt + completion) with the',
     'suite\'s tests in the sandbox: JavaScript in QuickJS, Python in Pyodide, on a pool of worker threads.',
     'Suites are JSONL or .jsonl.gz: the native format, HumanEval-X JavaScript or HumanEval Python as they are.',
-    'Writes one JSON object per completion {task_id, index, passed, verdict, tests, duration_ms, ...} to R',
+    'Writes one JSON object per completion {task_id, index, passed, verdict, tests, duration_ms, ast, lint,',
+    'metrics, reward: {total, components: [{name, raw, weight, sign, contribution, detail}]}} to R',
     '(stdout with --out -, the default), then prints a summary with pass@1 (to stderr when the records go to',
     'stdout) whose last line is "N passed, M failed". Bad input lines are reported as file:line and skipped.',
     'Exit 0 when scoring ran, 1 when nothing could be scored, 2 on bad usage.',
@@ -56,6 +61,7 @@ export const scoreCommand: Command = {
     workers: { type: 'string', description: `sandbox workers (default: cores - 1 = ${defaultPoolSize()})`, value: 'N' },
     out: { type: 'string', description: 'where the per-completion JSON lines go; - for stdout (default)', value: 'FILE' },
     timeout: { type: 'string', description: `wall-clock limit per program (default ${DEFAULT_LIMITS.timeoutMs})`, value: 'MS' },
+    reward: { type: 'string', description: 'reward weights as JSON (a file, or inline {...}); unset fields keep their defaults', value: 'JSON' },
   },
   examples: [
     'npx coderl score --suite ../shared/data/humaneval-x-js.jsonl.gz --canonical --out /tmp/r.jsonl',
@@ -69,6 +75,7 @@ export const scoreCommand: Command = {
     const workers = positiveInt(options, 'workers') ?? defaultPoolSize();
     const timeoutMs = positiveInt(options, 'timeout') ?? DEFAULT_LIMITS.timeoutMs;
     const out = typeof options.out === 'string' ? options.out : '-';
+    const reward = await rewardOption(options.reward);
     const info: (t: string) => void = out === '-' ? (t) => io.err(t) : (t) => io.out(t);
 
     const suite = await loadSuite(await readBytes(suitePath), suitePath);
@@ -88,25 +95,47 @@ export const scoreCommand: Command = {
     }
     const languages = [...new Set(suite.items.map((t) => t.language))].join(', ');
     info(`suite: ${suitePath} (${suite.items.length} tasks, ${languages}); completions: ${completionsPath ?? 'canonical solutions'} (${completions.length})`);
-    return scoreAndReport(io, { suite: suite.items, completions, workers, timeoutMs, out, info });
+    return scoreAndReport(io, { suite: suite.items, completions, workers, timeoutMs, out, info, reward });
   },
 };
 
 async function scoreAndReport(
   io: Io,
-  a: { suite: Parameters<typeof scoreCompletions>[1]; completions: Completion[]; workers: number; timeoutMs: number; out: string; info: (t: string) => void },
+  a: { suite: Parameters<typeof scoreCompletions>[1]; completions: Completion[]; workers: number; timeoutMs: number; out: string; info: (t: string) => void; reward: RewardConfig },
 ): Promise<number> {
-  const pool = await createNodePool({ size: a.workers });
+  const [pool, analyzer] = await Promise.all([createNodePool({ size: a.workers }), createAnalyzer(nodeWasmLoader)]);
   const t0 = performance.now();
   try {
     const limits = { ...DEFAULT_LIMITS, timeoutMs: a.timeoutMs };
     const records = await scoreCompletions(pool, a.suite, a.completions, { limits });
+    annotateRecords(records, a.suite, a.completions, analyzer, a.reward);
     const lines = records.map((r) => JSON.stringify(r)).join('\n');
     if (a.out === '-') io.out(lines);
     else await writeFile(a.out, `${lines}\n`);
+    const rs = rewardSummary(records);
+    const parts = Object.entries(rs.components).map(([k, v]) => `${k} ${v >= 0 ? '+' : ''}${v.toFixed(3)}`).join(', ');
+    a.info(`reward: mean ${rs.mean.toFixed(3)} (${parts}); ${cacheLine(analyzer.stats())}`);
     for (const line of summaryLines(summarize(records, performance.now() - t0), records, pool.size)) a.info(line);
     return 0;
   } finally {
     pool.close();
+  }
+}
+
+/** --reward: a JSON file or inline JSON object, validated (errors name the field). */
+async function rewardOption(value: string | boolean | undefined): Promise<RewardConfig> {
+  if (typeof value !== 'string') return DEFAULT_REWARD;
+  const text = value.trim().startsWith('{') ? value : new TextDecoder().decode(await readBytes(value));
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch (e) {
+    throw new UsageError(`coderl score: --reward is not valid JSON: ${(e as Error).message}`);
+  }
+  try {
+    return validateRewardConfig(parsed, '--reward');
+  } catch (e) {
+    if (e instanceof RewardConfigError) throw new UsageError(`coderl score: ${e.message}`);
+    throw e;
   }
 }
