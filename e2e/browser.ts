@@ -42,7 +42,11 @@ export async function openPage(browser: Browser, url: string, init?: () => void)
     if (m.type() === 'error') errors.push(`console.error: ${m.text()}`);
   });
   page.on('pageerror', (e) => errors.push(`pageerror: ${e.message}`));
-  page.on('requestfailed', (r) => errors.push(`request failed: ${r.url()} (${r.failure()?.errorText})`));
+  page.on('requestfailed', (r) => {
+    // A reload or navigation cancels the requests still in flight (lazy chunks, fonts): not a failure.
+    if (r.failure()?.errorText === 'net::ERR_ABORTED') return;
+    errors.push(`request failed: ${r.url()} (${r.failure()?.errorText})`);
+  });
   if (init) await page.addInitScript(init);
   await page.goto(url);
   mkdirSync(SCREENSHOTS, { recursive: true });

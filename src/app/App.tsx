@@ -3,8 +3,9 @@ import { useLab } from '../store';
 import { BenchPanel } from './panels/BenchPanel';
 import { CheckpointPanel } from './panels/CheckpointPanel';
 import { CodePanel } from './panels/CodePanel';
-import { ExperimentSetup, RewardPanel, RolloutBrowser, TrainingCurves } from './panels/EmptyPanels';
+import { ExperimentSetup, RolloutBrowser, TrainingCurves } from './panels/EmptyPanels';
 import { GpuPanel, GpuStatusBadge } from './panels/GpuPanel';
+import { ScratchScorer } from './panels/ScratchScorer';
 
 function Panel({ id, title, children, className }: { id: string; title: string; children: ReactNode; className?: string }) {
   return (
@@ -55,7 +56,7 @@ export function App() {
             <CodePanel />
           </Panel>
           <Panel id="reward" title="Reward">
-            <RewardPanel />
+            <ScratchScorer />
           </Panel>
         </div>
       </main>

@@ -6,6 +6,7 @@
 import { describe, test } from 'vitest';
 import { expectClose, testRuntime } from '../testing/gpu';
 import { Rng } from '../util/random';
+import { centralDiff } from '../testing/finite-diff';
 import {
   layernormBackwardChannels,
   layernormBackwardRef,
@@ -120,17 +121,6 @@ describe('layernorm matches its float64 reference', () => {
   test.each(SHAPES)('backward N=%i C=%i', (N, C) => runBackward(N, C, 'specs'));
   test('backward via recordLayernormBackward, N=9 C=65', () => runBackward(9, 65, 'record'));
 });
-
-/** Central difference of f with respect to x[i], in float64. */
-function centralDiff(f: () => number, x: Float64Array, i: number, h: number): number {
-  const x0 = x[i]!;
-  x[i] = x0 + h;
-  const up = f();
-  x[i] = x0 - h;
-  const down = f();
-  x[i] = x0;
-  return (up - down) / (2 * h);
-}
 
 test('layernormBackwardRef is the gradient of layernormForwardRef (finite differences)', () => {
   const [N, C] = [3, 5];

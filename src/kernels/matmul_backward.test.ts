@@ -9,6 +9,7 @@ import { expectClose, testRuntime } from '../testing/gpu';
 import { Rng } from '../util/random';
 import { matmulBackwardRef, matmulForwardRef, type MatmulProblem } from './matmul';
 import { matmulBackwardBias, matmulBackwardInp, matmulBackwardWeight, recordMatmulBackward } from './matmul_backward';
+import { centralDiff } from '../testing/finite-diff';
 
 // As the forward: f32 sums of <= 100 products of values in [-1, 1] (over N for dinp, over M for
 // dweight and dbias) plus the initial gradient; observed at M = K = N = 100: max abs error 4.4e-6.
@@ -79,17 +80,6 @@ describe('matmul backward accumulates its float64 reference', () => {
   test('selected (16-row tiles), M=5 K=70 N=9', () => runBackward({ M: 5, K: 70, N: 9 }, 'selected', true));
   test('dbias over more rows than lanes, M=300 K=1 N=45', () => runBackward({ M: 300, K: 1, N: 45 }, NAIVE, true));
 });
-
-/** Central difference of f with respect to x[i], in float64. */
-function centralDiff(f: () => number, x: Float64Array, i: number, h: number): number {
-  const x0 = x[i]!;
-  x[i] = x0 + h;
-  const up = f();
-  x[i] = x0 - h;
-  const down = f();
-  x[i] = x0;
-  return (up - down) / (2 * h);
-}
 
 test('matmulBackwardRef is the gradient of matmulForwardRef (finite differences)', () => {
   const [M, K, N] = [3, 4, 5];

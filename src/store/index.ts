@@ -2,12 +2,14 @@
 import { create } from 'zustand';
 import { createCheckpointSlice, type CheckpointSlice } from './checkpointSlice';
 import { createGpuSlice, type GpuSlice } from './gpuSlice';
+import { createScorerSlice, type ScorerSlice } from './scorerSlice';
 import { createUiSlice, type UiSlice } from './uiSlice';
 
-export type LabState = GpuSlice & UiSlice & CheckpointSlice;
+export type LabState = GpuSlice & UiSlice & CheckpointSlice & ScorerSlice;
 
 export const useLab = create<LabState>()((...a) => ({
   ...createGpuSlice(...a),
   ...createUiSlice(...a),
   ...createCheckpointSlice(...a),
+  ...createScorerSlice(...a),
 }));

@@ -1,0 +1,129 @@
+/**
+ * The scratch scorer: one completion of the built-in task (scratch-task.ts) scored in the page
+ * exactly as `coderl score` scores it: the sandbox pool runs prompt + completion + tests, the
+ * cached Analyzer lints and parses it, and computeReward turns both into the breakdown.
+ *
+ * The pool and the analyzer are created lazily on the first score and kept in this module
+ * (they are not serialisable UI state). A failure to load either is shown as `error`; the
+ * completion text lives in the store and is never touched by scoring.
+ */
+import type { StateCreator } from 'zustand';
+import type { AnalysisResult, Analyzer } from '../analysis';
+import { computeReward, DEFAULT_REWARD, type RewardBreakdown } from '../reward/reward';
+import type { SandboxPool } from '../sandbox/pool';
+import { DEFAULT_LIMITS, type RunResult } from '../sandbox/result';
+import { SCRATCH_REFERENCE, SCRATCH_TASK } from '../app/scratch-task';
+import type { LabState } from './index';
+
+export interface ScratchScore {
+  /** the completion that was scored (the editor may have changed since) */
+  completion: string;
+  run: RunResult;
+  tests_passed: number;
+  tests_total: number;
+  /** null when the analysis could not be loaded (see `error`) */
+  analysis: AnalysisResult | null;
+  /** null when the analysis is missing: a reward without it would not be the CLI's reward */
+  reward: RewardBreakdown | null;
+  /** wall-clock time of the whole score, ms */
+  ms: number;
+  /** 1 for the session's first score, then counting up */
+  seq: number;
+}
+
+export interface ScorerSlice {
+  scorer: {
+    completion: string;
+    busy: boolean;
+    result: ScratchScore | null;
+    /** the sandbox or the analysis failed to load or crashed; shown as an alert */
+    error: string | null;
+  };
+  setScratchCompletion(text: string): void;
+  resetScratchCompletion(): void;
+  scoreScratch(): Promise<void>;
+}
+
+let pool: SandboxPool | null = null;
+let analyzer: Promise<Analyzer> | null = null;
+
+/** Pool messages that mean the sandbox itself failed, not the program. */
+const POOL_FAILURE = /^(the sandbox worker crashed|sandbox workers fail to start|the worker did not start)/;
+
+async function getPool(): Promise<SandboxPool> {
+  if (!pool) {
+    const { createBrowserPool } = await import('../sandbox/pool.browser');
+    pool = createBrowserPool({ size: 1 });
+  }
+  return pool;
+}
+
+function getAnalyzer(): Promise<Analyzer> {
+  analyzer ??= (async () => {
+    const [{ createAnalyzer }, { browserWasmLoader }] = await Promise.all([import('../analysis'), import('../analysis/wasm-browser')]);
+    return createAnalyzer(browserWasmLoader, { cacheSize: 64 });
+  })().catch((e: unknown) => {
+    analyzer = null; // retried on the next score
+    throw e;
+  });
+  return analyzer;
+}
+
+const message = (e: unknown): string => (e instanceof Error ? e.message : String(e)) || 'unknown error';
+
+async function runProgram(completion: string): Promise<RunResult> {
+  const { task_id, language, prompt, entry_point, tests } = SCRATCH_TASK;
+  const p = await getPool();
+  const run = await p.run({ task: { task_id, language, prompt, entry_point, tests }, completion, limits: DEFAULT_LIMITS });
+  if (run.verdict === 'error' && run.message && POOL_FAILURE.test(run.message)) {
+    if (run.message.startsWith('sandbox workers fail to start')) {
+      p.close(); // a broken pool stays broken: the next score starts a fresh one
+      if (pool === p) pool = null;
+    }
+    throw new Error(`The sandbox failed: ${run.message}`);
+  }
+  return run;
+}
+
+export const createScorerSlice: StateCreator<LabState, [], [], ScorerSlice> = (set, get) => {
+  const patch = (p: Partial<ScorerSlice['scorer']>): void => set((s) => ({ scorer: { ...s.scorer, ...p } }));
+
+  return {
+    scorer: { completion: SCRATCH_REFERENCE, busy: false, result: null, error: null },
+
+    setScratchCompletion(text) {
+      patch({ completion: text });
+    },
+
+    resetScratchCompletion() {
+      patch({ completion: SCRATCH_REFERENCE });
+    },
+
+    async scoreScratch() {
+      if (get().scorer.busy) return;
+      const completion = get().scorer.completion;
+      const t0 = performance.now();
+      patch({ busy: true, error: null });
+      try {
+        const [ran, analysed] = await Promise.allSettled([
+          runProgram(completion),
+          getAnalyzer().then((a) => a.analyze(completion, { prompt: SCRATCH_TASK.prompt })),
+        ]);
+        if (ran.status === 'rejected') {
+          patch({ error: message(ran.reason), result: null });
+          return;
+        }
+        const run = ran.value;
+        const exec = { verdict: run.verdict, tests_passed: run.tests.filter((t) => t.status === 'passed').length, tests_total: run.tests.length };
+        const analysis = analysed.status === 'fulfilled' ? analysed.value : null;
+        const reward = analysis ? computeReward(completion, exec, analysis, DEFAULT_REWARD) : null;
+        const error = analysed.status === 'rejected' ? `Static analysis could not be loaded: ${message(analysed.reason)}. The reward needs it and is not shown.` : null;
+        patch({ error, result: { completion, run, ...exec, analysis, reward, ms: performance.now() - t0, seq: (get().scorer.result?.seq ?? 0) + 1 } });
+      } catch (e) {
+        patch({ error: `Scoring failed: ${message(e)}` });
+      } finally {
+        patch({ busy: false });
+      }
+    },
+  };
+};
