@@ -25,11 +25,3 @@ export function RolloutBrowser() {
     </p>
   );
 }
-
-export function RewardPanel() {
-  return (
-    <p className="empty" data-testid="reward-empty">
-      Select a rollout to see its reward breakdown: each component's raw value, weight and contribution.
-    </p>
-  );
-}
