@@ -1,4 +1,7 @@
-import type { Plugin } from 'vite';
+import { copyFileSync, createReadStream, existsSync, mkdirSync, statSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import type { Plugin, ResolvedConfig } from 'vite';
 import { defineConfig } from 'vitest/config';
 import react from '@vitejs/plugin-react';
 
@@ -13,8 +16,57 @@ export function wgsl(): Plugin {
   };
 }
 
+/** The files loadPyodide fetches from its indexURL (pyodide 314), with their content types. */
+export const PYODIDE_FILES: Record<string, string> = {
+  'pyodide.asm.mjs': 'text/javascript',
+  'pyodide.asm.wasm': 'application/wasm',
+  'python_stdlib.zip': 'application/zip',
+  'pyodide-lock.json': 'application/json',
+};
+
+/**
+ * Serves Pyodide's runtime (wasm, stdlib, lock file) with the app, never from a CDN: copied from
+ * node_modules/pyodide into `<outDir>/pyodide/` at build, and served at `<base>pyodide/` in dev.
+ * The sandbox worker loads it from there (pool.browser.ts passes the URL).
+ */
+export function pyodideRuntime(): Plugin {
+  const dir = dirname(createRequire(import.meta.url).resolve('pyodide/package.json'));
+  let config: ResolvedConfig;
+  return {
+    name: 'coderl-pyodide-runtime',
+    configResolved(c) {
+      config = c;
+    },
+    configureServer(server) {
+      const prefix = `${server.config.base.replace(/\/?$/, '/')}pyodide/`;
+      server.middlewares.use((req, res, next) => {
+        const path = (req.url ?? '').split('?')[0]!;
+        if (!path.startsWith(prefix)) return next();
+        const name = path.slice(prefix.length);
+        const type = PYODIDE_FILES[name];
+        if (!type) return next();
+        const file = join(dir, name);
+        res.setHeader('Content-Type', type);
+        res.setHeader('Content-Length', statSync(file).size);
+        createReadStream(file).pipe(res);
+      });
+    },
+    writeBundle() {
+      const out = join(config.root, config.build.outDir, 'pyodide');
+      mkdirSync(out, { recursive: true });
+      for (const name of Object.keys(PYODIDE_FILES)) {
+        const src = join(dir, name);
+        if (!existsSync(src)) throw new Error(`pyodide: ${src} is missing`);
+        copyFileSync(src, join(out, name));
+      }
+    },
+  };
+}
+
 export default defineConfig({
-  plugins: [react(), wgsl()],
+  plugins: [react(), wgsl(), pyodideRuntime()],
+  // Pyodide finds its runtime files relative to its indexURL; pre-bundling it would not change that
+  optimizeDeps: { exclude: ['pyodide'] },
   // ESLint's CommonJS require("esquery") must get esquery's UMD build; the ESM one breaks
   // ESLint's Linter in the browser ("parse is not a function").
   resolve: { alias: [{ find: /^esquery$/, replacement: 'esquery/dist/esquery.min.js' }] },

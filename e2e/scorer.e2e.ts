@@ -109,6 +109,59 @@ describe('the scratch scorer in the Reward panel', () => {
     expect(errors).toEqual([]);
   });
 
+  test('scores the Python task in Pyodide: reference, failing, looping, then the reference again', async () => {
+    const { page, errors, screenshot } = await openPage(browser, url);
+    await page.getByTestId('panel-reward').waitFor();
+    await page.getByTestId('scorer-language').selectOption('python');
+    expect(await page.getByTestId('scorer-prompt').textContent()).toContain('def is_palindrome(text: str) -> bool:');
+    const reference = await page.getByTestId('scorer-completion').inputValue();
+    expect(reference).toContain('s[::-1]');
+
+    // (1) the reference passes all six asserts; there is no static analysis, the reward is still shown
+    const ref = await score(page, null);
+    console.log(`python reference (cold: Pyodide load): ${ref.seconds.toFixed(2)} s`);
+    expect(ref.verdict).toBe('passed');
+    expect(await page.getByTestId('scorer-tests-count').textContent()).toBe('6/6');
+    expect(await statuses(page)).toEqual(Array(6).fill('passed'));
+    expect(await page.getByTestId('scorer-ast').count()).toBe(0);
+    expect(await page.getByTestId('scorer-no-analysis').count()).toBe(1);
+    const rows = await page.getByTestId('scorer-reward').locator('tbody tr').allTextContents();
+    expect(rows).toHaveLength(6);
+    expect(rows.filter((r) => r.includes('not measured'))).toHaveLength(3);
+    const refTotal = await total(page);
+    expect(refTotal).toBeGreaterThan(REFERENCE_TOTAL_MIN);
+    expect(await page.getByTestId('scorer-error').count()).toBe(0);
+    await screenshot('scorer-python-reference');
+
+    // (2) a wrong completion fails two asserts
+    const warm = await score(page, '    return True\n');
+    console.log(`python wrong completion (warm): ${warm.seconds.toFixed(2)} s`);
+    expect(warm.verdict).toBe('failed');
+    const s = await statuses(page);
+    expect(s.filter((x) => x === 'passed').length).toBe(4);
+    expect(s.filter((x) => x === 'failed').length).toBe(2);
+    expect(await page.getByTestId('scorer-tests').textContent()).toContain("candidate('race a car') == False");
+    expect(await total(page)).toBeLessThan(refTotal);
+
+    // (3) an endless loop times out (no cross-origin isolation here: the worker is terminated and replaced)
+    const loop = await score(page, '    while True:\n        pass\n');
+    console.log(`python endless loop: ${loop.verdict} after ${loop.seconds.toFixed(2)} s`);
+    expect(loop.verdict).toBe('timeout');
+    expect(loop.seconds).toBeLessThan(10);
+    expect((await statuses(page)).includes('passed')).toBe(false);
+    await screenshot('scorer-python-timeout');
+
+    // (4) the pool recovers: the reference passes again (a fresh worker may load Pyodide again)
+    await page.getByRole('button', { name: 'Reset to reference' }).click();
+    expect(await page.getByTestId('scorer-completion').inputValue()).toBe(reference);
+    const again = await score(page, null);
+    console.log(`python reference after the timeout: ${again.seconds.toFixed(2)} s`);
+    expect(again.verdict).toBe('passed');
+    expect(await total(page)).toBeCloseTo(refTotal, 9);
+
+    expect(errors).toEqual([]);
+  }, 300_000);
+
   test('a failure to load the analysis is shown as an alert and the completion is kept', async () => {
     const { page, errors, screenshot } = await openPage(browser, url);
     await page.route('**/*.wasm', (route) => (route.request().url().includes('tree-sitter') ? route.fulfill({ status: 404, body: '' }) : route.continue()));

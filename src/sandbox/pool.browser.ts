@@ -14,6 +14,16 @@ export const browserSpawner: SpawnWorker = (events) => {
   return { post: (m) => w.postMessage(m), terminate: () => w.terminate() };
 };
 
+/** Where the app serves Pyodide's runtime files (vite.config.ts, pyodideRuntime): `<base>pyodide/`. */
+export function pyodideIndexURL(): string {
+  return new URL(`${import.meta.env.BASE_URL.replace(/\/?$/, '/')}pyodide/`, location.href).href;
+}
+
 export function createBrowserPool(opts: Partial<Omit<PoolOptions, 'spawn'>> = {}): SandboxPool {
-  return new SandboxPool({ ...opts, size: opts.size ?? defaultPoolSize(), spawn: browserSpawner });
+  return new SandboxPool({
+    ...opts,
+    init: { pyodideIndexURL: pyodideIndexURL(), ...opts.init },
+    size: opts.size ?? defaultPoolSize(),
+    spawn: browserSpawner,
+  });
 }

@@ -12,18 +12,20 @@ import type { AnalysisResult, Analyzer } from '../analysis';
 import { computeReward, DEFAULT_REWARD, type RewardBreakdown } from '../reward/reward';
 import type { SandboxPool } from '../sandbox/pool';
 import { DEFAULT_LIMITS, type RunResult } from '../sandbox/result';
-import { SCRATCH_REFERENCE, SCRATCH_TASK } from '../app/scratch-task';
+import { SCRATCH_TASKS, type ScratchLanguage } from '../app/scratch-task';
 import type { LabState } from './index';
 
 export interface ScratchScore {
+  /** the task's language: static analysis (lint, AST, complexity) applies to JavaScript only */
+  language: ScratchLanguage;
   /** the completion that was scored (the editor may have changed since) */
   completion: string;
   run: RunResult;
   tests_passed: number;
   tests_total: number;
-  /** null when the analysis could not be loaded (see `error`) */
+  /** null for Python (not analysed), or when the analysis could not be loaded (see `error`) */
   analysis: AnalysisResult | null;
-  /** null when the analysis is missing: a reward without it would not be the CLI's reward */
+  /** null when a JavaScript analysis is missing: a reward without it would not be the CLI's reward */
   reward: RewardBreakdown | null;
   /** wall-clock time of the whole score, ms */
   ms: number;
@@ -33,6 +35,8 @@ export interface ScratchScore {
 
 export interface ScorerSlice {
   scorer: {
+    /** the selected built-in task */
+    language: ScratchLanguage;
     completion: string;
     busy: boolean;
     result: ScratchScore | null;
@@ -41,6 +45,8 @@ export interface ScorerSlice {
   };
   setScratchCompletion(text: string): void;
   resetScratchCompletion(): void;
+  /** selects the JavaScript or Python task; the editor gets its reference, the result is cleared */
+  setScratchLanguage(language: ScratchLanguage): void;
   scoreScratch(): Promise<void>;
 }
 
@@ -71,8 +77,8 @@ function getAnalyzer(): Promise<Analyzer> {
 
 const message = (e: unknown): string => (e instanceof Error ? e.message : String(e)) || 'unknown error';
 
-async function runProgram(completion: string): Promise<RunResult> {
-  const { task_id, language, prompt, entry_point, tests } = SCRATCH_TASK;
+async function runProgram(lang: ScratchLanguage, completion: string): Promise<RunResult> {
+  const { task_id, language, prompt, entry_point, tests } = SCRATCH_TASKS[lang].task;
   const p = await getPool();
   const run = await p.run({ task: { task_id, language, prompt, entry_point, tests }, completion, limits: DEFAULT_LIMITS });
   if (run.verdict === 'error' && run.message && POOL_FAILURE.test(run.message)) {
@@ -89,25 +95,32 @@ export const createScorerSlice: StateCreator<LabState, [], [], ScorerSlice> = (s
   const patch = (p: Partial<ScorerSlice['scorer']>): void => set((s) => ({ scorer: { ...s.scorer, ...p } }));
 
   return {
-    scorer: { completion: SCRATCH_REFERENCE, busy: false, result: null, error: null },
+    scorer: { language: 'javascript', completion: SCRATCH_TASKS.javascript.reference, busy: false, result: null, error: null },
 
     setScratchCompletion(text) {
       patch({ completion: text });
     },
 
     resetScratchCompletion() {
-      patch({ completion: SCRATCH_REFERENCE });
+      patch({ completion: SCRATCH_TASKS[get().scorer.language].reference });
+    },
+
+    setScratchLanguage(language) {
+      if (get().scorer.busy || language === get().scorer.language) return;
+      patch({ language, completion: SCRATCH_TASKS[language].reference, result: null, error: null });
     },
 
     async scoreScratch() {
       if (get().scorer.busy) return;
-      const completion = get().scorer.completion;
+      const { completion, language } = get().scorer;
+      const { task } = SCRATCH_TASKS[language];
       const t0 = performance.now();
       patch({ busy: true, error: null });
       try {
         const [ran, analysed] = await Promise.allSettled([
-          runProgram(completion),
-          getAnalyzer().then((a) => a.analyze(completion, { prompt: SCRATCH_TASK.prompt })),
+          runProgram(language, completion),
+          // the analyzer is JavaScript-only: Python gets the reward without lint/ast/complexity
+          language === 'javascript' ? getAnalyzer().then((a) => a.analyze(completion, { prompt: task.prompt })) : Promise.resolve(null),
         ]);
         if (ran.status === 'rejected') {
           patch({ error: message(ran.reason), result: null });
@@ -116,9 +129,9 @@ export const createScorerSlice: StateCreator<LabState, [], [], ScorerSlice> = (s
         const run = ran.value;
         const exec = { verdict: run.verdict, tests_passed: run.tests.filter((t) => t.status === 'passed').length, tests_total: run.tests.length };
         const analysis = analysed.status === 'fulfilled' ? analysed.value : null;
-        const reward = analysis ? computeReward(completion, exec, analysis, DEFAULT_REWARD) : null;
+        const reward = analysis || language === 'python' ? computeReward(completion, exec, analysis, DEFAULT_REWARD) : null;
         const error = analysed.status === 'rejected' ? `Static analysis could not be loaded: ${message(analysed.reason)}. The reward needs it and is not shown.` : null;
-        patch({ error, result: { completion, run, ...exec, analysis, reward, ms: performance.now() - t0, seq: (get().scorer.result?.seq ?? 0) + 1 } });
+        patch({ error, result: { language, completion, run, ...exec, analysis, reward, ms: performance.now() - t0, seq: (get().scorer.result?.seq ?? 0) + 1 } });
       } catch (e) {
         patch({ error: `Scoring failed: ${message(e)}` });
       } finally {

@@ -1,5 +1,5 @@
 /**
- * Scores a hand-written completion of the built-in task (scratch-task.ts) with the CLI's
+ * Scores a hand-written completion of the built-in task (scratch-task.ts: JavaScript or Python) with the CLI's
  * sandbox, analysis and reward: the verdict, each test, the syntax check, the lint findings
  * and the reward breakdown. The completion is edited in a plain textarea (a second Monaco
  * editor would load the 2.7 MB editor core just for this); Ctrl/Cmd+Enter scores.
@@ -10,7 +10,7 @@ import type { RewardBreakdown } from '../../reward/reward';
 import type { TestResult } from '../../sandbox/result';
 import { useLab } from '../../store';
 import type { ScratchScore } from '../../store/scorerSlice';
-import { SCRATCH_TASK } from '../scratch-task';
+import { SCRATCH_TASKS, type ScratchLanguage } from '../scratch-task';
 
 /** 1-based line of a character offset in `text`. */
 export function lineAt(text: string, offset: number): number {
@@ -22,6 +22,7 @@ export function lineAt(text: string, offset: number): number {
 const fmt = (x: number | null, digits = 3): string => (x === null ? '—' : x.toFixed(digits));
 
 export function ScratchScorer() {
+  const language = useLab((s) => s.scorer.language);
   const completion = useLab((s) => s.scorer.completion);
   const busy = useLab((s) => s.scorer.busy);
   const result = useLab((s) => s.scorer.result);
@@ -29,7 +30,10 @@ export function ScratchScorer() {
   const setCompletion = useLab((s) => s.setScratchCompletion);
   const reset = useLab((s) => s.resetScratchCompletion);
   const score = useLab((s) => s.scoreScratch);
+  const setLanguage = useLab((s) => s.setScratchLanguage);
   const editorId = useId();
+  const taskId = useId();
+  const task = SCRATCH_TASKS[language].task;
 
   const onKeyDown = (e: KeyboardEvent<HTMLTextAreaElement>): void => {
     if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) {
@@ -43,10 +47,27 @@ export function ScratchScorer() {
       <p className="hint">
         Score a completion of a built-in task here with the CLI's sandbox, analysis and reward; a selected rollout's breakdown will appear here too.
       </p>
+      <div className="scorer-row">
+        <label htmlFor={taskId}>Task</label>
+        <select
+          id={taskId}
+          data-testid="scorer-language"
+          value={language}
+          disabled={busy}
+          onChange={(e) => setLanguage(e.target.value as ScratchLanguage)}
+        >
+          {(Object.keys(SCRATCH_TASKS) as ScratchLanguage[]).map((l) => (
+            <option key={l} value={l}>
+              {SCRATCH_TASKS[l].label}
+            </option>
+          ))}
+        </select>
+        {language === 'python' && <span className="hint">runs in Pyodide (the first score loads it); no static analysis for Python</span>}
+      </div>
       <details>
-        <summary>Task {SCRATCH_TASK.task_id}: prompt and tests</summary>
-        <pre className="scorer-code" data-testid="scorer-prompt">{SCRATCH_TASK.prompt}</pre>
-        <pre className="scorer-code">{SCRATCH_TASK.tests}</pre>
+        <summary>Task {task.task_id}: prompt and tests</summary>
+        <pre className="scorer-code" data-testid="scorer-prompt">{task.prompt}</pre>
+        <pre className="scorer-code">{task.tests}</pre>
       </details>
       <label htmlFor={editorId}>Completion (follows the prompt)</label>
       <textarea
@@ -94,6 +115,11 @@ function ScoreView({ r, stale }: { r: ScratchScore; stale: boolean }) {
       <Tests tests={r.run.tests} />
       {r.analysis && <Ast errors={r.analysis.ast.errors} valid={r.analysis.ast.valid} code={r.completion} />}
       {r.analysis && <Lint findings={r.analysis.diagnostics.filter((d) => d.source !== 'ast')} code={r.completion} />}
+      {!r.analysis && r.language === 'python' && (
+        <p className="hint" data-testid="scorer-no-analysis">
+          Static analysis (syntax, lint, complexity) is not measured for Python.
+        </p>
+      )}
       {r.reward && <Reward reward={r.reward} />}
     </div>
   );
