@@ -36,6 +36,10 @@ export interface GenerateResult {
   /** value head at the position before each generated id (the state the action was taken in) */
   values: number[][];
   finish: FinishReason[];
+  /**
+   * prefillMs: on the CPU the prompt's forward; on the GPU the time to the first readback
+   * (prefill plus the first `checkEvery` steps, which share its submit). decodeMs: the rest.
+   */
   stats: { steps: number; submits: number; prefillMs: number; decodeMs: number; tokensPerSecond: number };
 }
 
