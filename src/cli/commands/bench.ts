@@ -12,7 +12,7 @@ const SUITES = ['runtime', 'engine', 'score'] as const;
 
 export const benchCommand: Command = {
   name: 'bench',
-  summary: 'run a benchmark and print its figures (runtime, engine)',
+  summary: 'run a benchmark and print its figures (runtime, engine, score)',
   usage: 'coderl bench <suite> [--json] [--quick] [--sizes N,N] [--reps N] [--steps N] [--swiftshader]',
   description: [
     'Suites:',
@@ -25,7 +25,8 @@ export const benchCommand: Command = {
     '            generation tokens/s. Medians of warm runs, each run to completion on the GPU.',
     '            --quick: n = 256 and 512, fewer repetitions, smaller batches (under 2 minutes',
     '            on SwiftShader). Progress goes to stderr; --json prints one JSON object.',
-    '  score     sandbox programs/s with 1 worker, cores - 1 and cores (HumanEval-X JS, HumanEval Python).',
+    '  score     sandbox programs/s with 1 worker, cores - 1 and cores (HumanEval-X JS, HumanEval Python),',
+    '            validated against the known canonical results; static analysis + reward, cold and cached.',
   ].join('\n'),
   options: {
     json: { type: 'boolean', description: 'print one JSON object instead of a table' },
