@@ -41,6 +41,11 @@ export type LoadPyodide = (config: { jsglobals: object; stdout?: (s: string) => 
 
 const HEAP_RECYCLE_BYTES = 1 << 30;
 
+/** Execs the harness source in a fresh dict and returns its two entry points; binds nothing in __main__. */
+const HARNESS_BOOT = "lambda src: (lambda ns: (exec(src, ns), (ns['__coderl_run'], ns['__coderl_sites']))[1])({'__name__': '__coderl_harness__'})";
+
+const SITES_DEF = 'def __coderl_sites(tests):\n    try:\n        return _json.dumps(_instrument(tests)[1])\n    except SyntaxError:\n        return "[]"\n';
+
 const SCRUB_JS = `
 import sys as _s
 from pyodide.ffi import JsProxy as _J
@@ -117,10 +122,13 @@ export class PythonRunner {
 
   static async create(load: LoadPyodide, interrupt?: SharedArrayBuffer): Promise<PythonRunner> {
     const py = await load({ jsglobals: Object.create(null) as object, stdout: () => {}, stderr: () => {} });
-    py.runPython(PY_HARNESS);
-    py.runPython('def __coderl_sites(tests):\n    try:\n        return _json.dumps(_instrument(tests)[1])\n    except SyntaxError:\n        return "[]"\n');
-    const runFn = py.globals.get('__coderl_run') as (p: string, t: string, e: string) => string;
-    const sitesFn = py.globals.get('__coderl_sites') as (t: string) => string;
+    // The harness lives in a private namespace that no module refers to: a program can
+    // `import __main__`, so nothing it could patch (the tampering check, the counters' helpers)
+    // may be resolved from there. Only JavaScript holds the two entry points.
+    const boot = py.runPython(HARNESS_BOOT) as (src: string) => { get(i: number): unknown };
+    const entry = boot(`${PY_HARNESS}\n${SITES_DEF}`);
+    const runFn = entry.get(0) as (p: string, t: string, e: string) => string;
+    const sitesFn = entry.get(1) as (t: string) => string;
     const runner = new PythonRunner(py, runFn, sitesFn);
     const write = (buf: Uint8Array): number => runner.write(buf);
     py.setStdout({ write });

@@ -121,4 +121,12 @@ export const PY_ATTACKS: Attack[] = [
   { name: 'recursion', threat: 'recurses without end', completion: '    return add(a, b)\n', verdict: 'error' },
   { name: 'while True', threat: 'never returns', completion: '    while True:\n        pass\n', verdict: 'timeout' },
   { name: 'swallow the interrupt', threat: 'never returns', completion: '    while True:\n        try:\n            while True:\n                pass\n        except BaseException:\n            pass\n', verdict: 'timeout' },
+  {
+    // the harness's helpers were once looked up in __main__: disabling the tampering check and
+    // collapsing the error keys turned every raising assert into a pass
+    name: 'patch the harness via __main__',
+    threat: 'forges results',
+    completion: "    raise ValueError('x')\nimport __main__\n__main__._changed = lambda snap: None\n__main__._str = lambda x: 'zzz'\n",
+    verdict: 'tampering',
+  },
 ];
