@@ -3,7 +3,8 @@
 //   losses[r]     = mask[r] * -log softmax(logits[r])[targets[r]]       (0 when mask[r] == 0)
 //   dlogits[r, i] = (softmax(logits[r])[i] - (i == targets[r])) * mask[r] * scale   (written, not accumulated)
 // One workgroup per row (folded into 2-D past the per-dimension limit); each invocation strides
-// over V, and the row max and the sum of exponentials are reduced in workgroup memory.
+// over V, and the row max and the sum of exponentials are reduced in workgroup memory
+// (lib/softmax_row.wgsl, appended).
 // A target >= V on an unmasked row gives a NaN loss (and a gradient without the one-hot term).
 // WG_X must be a power of two.
 
@@ -23,32 +24,6 @@ struct Params {
 
 override WG_X: u32 = 256;
 
-var<workgroup> red: array<f32, WG_X>;  // (WG_X)
-
-fn reduceMax(lid: u32, v: f32) -> f32 {
-  red[lid] = v;
-  workgroupBarrier();
-  for (var s = WG_X / 2u; s > 0u; s = s / 2u) {
-    if (lid < s) {
-      red[lid] = max(red[lid], red[lid + s]);
-    }
-    workgroupBarrier();
-  }
-  return workgroupUniformLoad(&red[0]);
-}
-
-fn reduceSum(lid: u32, v: f32) -> f32 {
-  red[lid] = v;
-  workgroupBarrier();
-  for (var s = WG_X / 2u; s > 0u; s = s / 2u) {
-    if (lid < s) {
-      red[lid] = red[lid] + red[lid + s];
-    }
-    workgroupBarrier();
-  }
-  return workgroupUniformLoad(&red[0]);
-}
-
 @compute @workgroup_size(WG_X)
 fn main(
   @builtin(local_invocation_index) lid: u32,
@@ -62,17 +37,9 @@ fn main(
   let V = params.V;
   let base = row * V;
 
-  var m = -3.402823e38;
-  for (var i = lid; i < V; i += WG_X) {
-    m = max(m, logits[base + i]);
-  }
-  m = reduceMax(lid, m);
-
-  var s = 0.0;
-  for (var i = lid; i < V; i += WG_X) {
-    s += exp(logits[base + i] - m);
-  }
-  s = reduceSum(lid, s);
+  let st = softmaxRowStats(lid, base, V, 1.0);  // lib/softmax_row.wgsl
+  let m = st.x;
+  let s = st.y;
 
   let t = targets[row];
   let w = mask[row];

@@ -21,32 +21,6 @@ struct Params {
 
 override WG_X: u32 = 256;
 
-var<workgroup> red: array<vec2f, WG_X>;  // (WG_X)
-
-fn reduceMax(lid: u32, v: f32) -> f32 {
-  red[lid] = vec2f(v, 0.0);
-  workgroupBarrier();
-  for (var s = WG_X / 2u; s > 0u; s = s / 2u) {
-    if (lid < s) {
-      red[lid].x = max(red[lid].x, red[lid + s].x);
-    }
-    workgroupBarrier();
-  }
-  return workgroupUniformLoad(&red[0]).x;
-}
-
-fn reduceSum2(lid: u32, v: vec2f) -> vec2f {
-  red[lid] = v;
-  workgroupBarrier();
-  for (var s = WG_X / 2u; s > 0u; s = s / 2u) {
-    if (lid < s) {
-      red[lid] = red[lid] + red[lid + s];
-    }
-    workgroupBarrier();
-  }
-  return workgroupUniformLoad(&red[0]);
-}
-
 @compute @workgroup_size(WG_X)
 fn main(
   @builtin(local_invocation_index) lid: u32,
@@ -61,19 +35,9 @@ fn main(
   let base = row * V;
   let k = params.invTemp;
 
-  var m = -3.402823e38;
-  for (var i = lid; i < V; i += WG_X) {
-    m = max(m, k * logits[base + i]);
-  }
-  m = reduceMax(lid, m);
-
-  var acc = vec2f(0.0);  // (sum e, sum e * (z - m))
-  for (var i = lid; i < V; i += WG_X) {
-    let d = k * logits[base + i] - m;
-    let e = exp(d);
-    acc += vec2f(e, e * d);
-  }
-  acc = reduceSum2(lid, acc);
+  let st = softmaxRowStats(lid, base, V, k);  // lib/softmax_row.wgsl
+  let m = st.x;
+  let acc = st.yz;  // (sum e, sum e * (z - m))
 
   let logS = log(acc.x);
   let H = logS - acc.y / acc.x;

@@ -3,6 +3,7 @@
  * Shape legend: BT rows (batch * time), V vocab. Row-major f32; token ids u32.
  */
 import wgsl from '../../shaders/crossentropy.wgsl';
+import softmaxRow from '../../shaders/lib/softmax_row.wgsl';
 import { linearWorkgroups, type KernelSpec } from '../gpu/kernel';
 
 export interface CrossEntropyProblem {
@@ -24,7 +25,7 @@ const WG = 256;
  */
 export const crossEntropy: KernelSpec<CrossEntropyProblem> = {
   name: 'crossentropy',
-  wgsl,
+  wgsl: wgsl + softmaxRow,
   bindings: [
     { name: 'logits', kind: 'read-only-storage' }, // (BT, V) f32
     { name: 'targets', kind: 'read-only-storage' }, // (BT) u32

@@ -5,6 +5,7 @@
  */
 import forwardWgsl from '../../shaders/logprob_forward.wgsl';
 import backwardWgsl from '../../shaders/logprob_backward.wgsl';
+import softmaxRow from '../../shaders/lib/softmax_row.wgsl';
 import { linearWorkgroups, type KernelSpec } from '../gpu/kernel';
 import { checkRows } from './crossentropy';
 
@@ -29,7 +30,7 @@ function uniforms(p: LogprobProblem): Uint8Array<ArrayBuffer> {
 /** logp (BT) = log softmax(invTemp * logits)[target] (NaN for a target >= V); entropy (BT) = -sum p log p. */
 export const logprobForward: KernelSpec<LogprobProblem> = {
   name: 'logprob_forward',
-  wgsl: forwardWgsl,
+  wgsl: forwardWgsl + softmaxRow,
   bindings: [
     { name: 'logits', kind: 'read-only-storage' }, // (BT, V) f32
     { name: 'targets', kind: 'read-only-storage' }, // (BT) u32
@@ -48,7 +49,7 @@ export const logprobForward: KernelSpec<LogprobProblem> = {
  */
 export const logprobBackward: KernelSpec<LogprobProblem> = {
   name: 'logprob_backward',
-  wgsl: backwardWgsl,
+  wgsl: backwardWgsl + softmaxRow,
   bindings: [
     { name: 'logits', kind: 'read-only-storage' }, // (BT, V) f32
     { name: 'targets', kind: 'read-only-storage' }, // (BT) u32
