@@ -6,13 +6,13 @@
 import type { BufferBinding, Recorder } from '../gpu/recorder';
 import type { GpuRuntime } from '../gpu/runtime';
 import { attentionDecode, attentionForward, kvWrite, recordAttentionBackward } from '../kernels/attention';
-import { checkEmbeddingIds, embeddingForward, recordEmbeddingBackward } from '../kernels/embedding';
+import { embeddingForward, recordEmbeddingBackward } from '../kernels/embedding';
 import { layernormForward, layernormWorkgroup, recordLayernormBackward } from '../kernels/layernorm';
 import { recordMatmulForward, type MatmulStrategy } from '../kernels/matmul';
 import { recordMatmulBackward } from '../kernels/matmul_backward';
 import { geluBackward } from '../kernels/gelu';
 import { residualForward } from '../kernels/residual';
-import { defaultPositions, type ForwardInput } from './cpu';
+import { checkInput, defaultPositions, type ForwardInput } from './cpu';
 import type { ModelConfig } from './config';
 import { allocActs, destroyActs, type ActBuffers } from './gpu-acts';
 import { layerParam, paramTable, type ParamTable } from './params';
@@ -71,12 +71,8 @@ export class GpuModel {
   /** Validates the input and writes tokens, positions and start into the activation buffers. */
   writeInput(input: ForwardInput): { acts: ActBuffers; positions: ArrayLike<number> } {
     const { B, T } = input;
-    const { vocabSize: V, contextLength: maxT } = this.config;
-    if (!Number.isInteger(B) || B < 1 || !Number.isInteger(T) || T < 1) throw new Error(`forward: B and T must be positive integers, got B=${B} T=${T}`);
-    if (T > maxT) throw new Error(`forward: T=${T} exceeds contextLength ${maxT}`);
+    checkInput(input, this.config.vocabSize, this.config.contextLength); // the CPU model's checks: same errors
     const positions = input.positions ?? defaultPositions(B, T);
-    checkEmbeddingIds(input.tokens, positions, V, maxT);
-    if (input.tokens.length !== B * T) throw new Error(`forward: tokens has ${input.tokens.length} ids, expected B*T = ${B * T}`);
     const acts = this.acts(B, T);
     const q = this.rt.device.queue;
     q.writeBuffer(acts.tokens, 0, Uint32Array.from(input.tokens));
