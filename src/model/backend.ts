@@ -13,6 +13,7 @@ import { GpuModel } from './gpu';
 import { GpuTrainer } from './gpu-train';
 import type { OptimizerState } from './checkpoint';
 import type { OptimConfig, TokenBatch } from './optim';
+import type { RlBatch, RlLossConfig, RlLossSums } from './rl-loss';
 
 export type BackendKind = 'cpu' | 'webgpu';
 
@@ -30,6 +31,11 @@ export interface PolicyBackend {
   forward(input: ForwardInput): Promise<{ logits: Float32Array; values: Float32Array }>;
   /** one optimizer step over the micro-batches; `read` asks for the loss (a readback on webgpu) */
   trainStep(batches: TokenBatch[], read: boolean): Promise<TrainStepResult>;
+  /**
+   * One PPO / GRPO optimizer step (rl-loss.ts) over the micro-batches; returns the loss sums
+   * over the masked tokens and the pre-clip gradient norm.
+   */
+  rlStep(batches: RlBatch[], cfg: RlLossConfig): Promise<{ sums: RlLossSums; gradNorm: number }>;
   generate(prompts: ArrayLike<number>[], opts: GenerateOptions): Promise<GenerateResult>;
   /** (P) parameters in slab layout */
   getParams(): Promise<Float32Array>;
@@ -78,6 +84,10 @@ class CpuBackend implements PolicyBackend {
     return this.trainer.trainStep(batches);
   }
 
+  async rlStep(batches: RlBatch[], cfg: RlLossConfig) {
+    return this.trainer.rlStep(batches, cfg);
+  }
+
   async generate(prompts: ArrayLike<number>[], opts: GenerateOptions) {
     return cpuGenerate(this.trainer.model, prompts, opts);
   }
@@ -120,6 +130,11 @@ class WebGpuBackend implements PolicyBackend {
 
   trainStep(batches: TokenBatch[], read: boolean) {
     return this.trainer.trainStep(batches, read);
+  }
+
+  async rlStep(batches: RlBatch[], cfg: RlLossConfig) {
+    const { sums, gradNorm } = await this.trainer.rlStep(batches, cfg, true);
+    return { sums: sums!, gradNorm: gradNorm! };
   }
 
   generate(prompts: ArrayLike<number>[], opts: GenerateOptions) {

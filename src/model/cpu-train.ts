@@ -4,8 +4,16 @@
  */
 import { adamwRef, gradNormRef } from '../kernels/adamw';
 import { crossEntropyRef } from '../kernels/crossentropy';
+import { logprobEntropyBackwardRef, logprobEntropyRef } from '../kernels/logprob';
 import type { CpuModel } from './cpu';
 import { NumericsError, type OptimConfig, type TokenBatch } from './optim';
+import { emptyRlSums, rlTokenGradsRef, validateRlLossConfig, type RlBatch, type RlLossConfig, type RlLossSums } from './rl-loss';
+
+export interface RlStepResult {
+  /** sums over the masked tokens of the step (see RlLossSums) */
+  sums: RlLossSums;
+  gradNorm: number;
+}
 
 export interface StepResult {
   /** mean masked cross-entropy over all micro-batches */
@@ -54,6 +62,45 @@ export class CpuTrainer {
     if (!Number.isFinite(loss)) throw new NumericsError(this.step, 'loss', loss);
     const gradNorm = this.applyGradients();
     return { loss, gradNorm, tokens };
+  }
+
+  /**
+   * One PPO / GRPO optimizer step over the micro-batches: forward, per-token log-probs and
+   * entropies at the sampling temperature, the loss's per-token derivatives (rl-loss.ts),
+   * backward through log-probs, entropies and the value head, then AdamW.
+   */
+  rlStep(batches: RlBatch[], cfg: RlLossConfig): RlStepResult {
+    validateRlLossConfig(cfg);
+    let tokens = 0;
+    for (const b of batches) {
+      const n = b.B * b.T;
+      for (const k of ['tokens', 'targets', 'mask', 'oldLogp', 'oldValues', 'advantages', 'returns', 'refLogp'] as const) {
+        if (b[k].length !== n) throw new Error(`rlStep: ${k} has ${b[k].length} values, the batch needs B * T = ${n}`);
+      }
+      for (const m of b.mask) tokens += m;
+    }
+    if (tokens === 0) throw new Error('rlStep: the loss mask selects no token');
+    const V = this.model.config.vocabSize;
+    this.model.zeroGrad();
+    const sums = emptyRlSums();
+    for (const b of batches) {
+      const BT = b.B * b.T;
+      const { logits, values } = this.model.forward({ tokens: b.tokens, B: b.B, T: b.T });
+      const logp = new Float64Array(BT);
+      const entropy = new Float64Array(BT);
+      logprobEntropyRef(logp, entropy, logits, b.targets, BT, V, cfg.invTemp);
+      const d = { dlogp: new Float64Array(BT), dentropy: new Float64Array(BT), dvalue: new Float64Array(BT) };
+      rlTokenGradsRef(d, logp, entropy, values, b, BT, cfg, 1 / tokens, sums);
+      const dlogits = new Float64Array(BT * V);
+      logprobEntropyBackwardRef(dlogits, d.dlogp, d.dentropy, logits, b.targets, BT, V, cfg.invTemp);
+      this.model.backward(dlogits, d.dvalue);
+    }
+    this.step++;
+    for (const k of ['policyLoss', 'valueLoss', 'entropy'] as const) {
+      if (!Number.isFinite(sums[k])) throw new NumericsError(this.step, k, sums[k]);
+    }
+    const gradNorm = this.applyGradients();
+    return { sums, gradNorm };
   }
 
   /** Clips and applies the accumulated gradients with AdamW; returns the pre-clip norm. */
