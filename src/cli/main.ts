@@ -4,8 +4,10 @@ import { commandHelp, parseCommandArgs, UsageError, type Command, type Io } from
 import { benchCommand } from './commands/bench';
 import { gpuInfoCommand } from './commands/gpu-info';
 import { scoreCommand } from './commands/score';
+import { trainCommand } from './commands/train';
+import { evalCommand } from './commands/eval';
 
-export const COMMANDS: Command[] = [gpuInfoCommand, benchCommand, scoreCommand];
+export const COMMANDS: Command[] = [gpuInfoCommand, benchCommand, scoreCommand, trainCommand, evalCommand];
 
 const VERSION = '0.1.0';
 

@@ -1,0 +1,100 @@
+import { readFile, writeFile } from 'node:fs/promises';
+import { createAnalyzer } from '../../analysis';
+import { nodeWasmLoader } from '../../analysis/wasm-node';
+import { nodeProvider } from '../../gpu/node';
+import { GpuRuntime } from '../../gpu/runtime';
+import { createBackend } from '../../model/backend';
+import { loadModel } from '../../model/checkpoint';
+import { DEFAULT_OPTIM } from '../../model/optim';
+import { DEFAULT_REWARD } from '../../reward/reward';
+import { evaluate } from '../../rl/evaluate';
+import { createNodePool, defaultPoolSize } from '../../sandbox/pool.node';
+import { loadSuite } from '../../tasks/suite';
+import { formatIssue } from '../../tasks/types';
+import { Tokenizer } from '../../tokenizer';
+import { UsageError, type Command } from '../command';
+import { backendOption, intOption } from './train';
+
+export const evalCommand: Command = {
+  name: 'eval',
+  summary: 'HumanEval-style pass@k of a checkpoint on a suite',
+  usage: 'coderl eval --suite S --checkpoint C [--k 1,5,10] [--samples N] [--temperature T] [--backend cpu|webgpu] [--out R]',
+  description: [
+    'Samples N completions per task (default: the largest k) from the checkpoint\'s policy, runs them in',
+    'the sandbox pool and prints the unbiased pass@k estimate (Chen et al. 2021) averaged over tasks,',
+    'per task family when the suite has them. The checkpoint must carry its tokenizer (coderl train',
+    'writes sft.ckpt and policy.ckpt that way). --out writes one scored record per sample.',
+  ].join('\n'),
+  options: {
+    suite: { type: 'string', description: 'suite JSONL (plain or .gz)', value: 'S' },
+    checkpoint: { type: 'string', description: 'model checkpoint with its tokenizer', value: 'C' },
+    k: { type: 'string', description: 'comma-separated k values (default 1,5,10)', value: 'K' },
+    samples: { type: 'string', description: 'samples per task (default: the largest k)', value: 'N' },
+    temperature: { type: 'string', description: 'sampling temperature (default 1)', value: 'T' },
+    'max-new-tokens': { type: 'string', description: 'completion length limit in tokens (default 48, capped by the context)', value: 'N' },
+    seed: { type: 'string', description: 'sampling seed (default 1)', value: 'S' },
+    backend: { type: 'string', description: 'cpu or webgpu (default cpu)', value: 'B' },
+    workers: { type: 'string', description: `sandbox workers (default ${defaultPoolSize()})`, value: 'N' },
+    out: { type: 'string', description: 'write the scored samples as JSONL here', value: 'R' },
+  },
+  examples: ['npx coderl eval --suite runs/tiny-1/tasks/heldout.jsonl --checkpoint runs/tiny-1/policy.ckpt --k 1,5,10'],
+  async run(options, _positionals, io) {
+    const suitePath = options.suite;
+    const ckptPath = options.checkpoint;
+    if (typeof suitePath !== 'string') throw new UsageError('coderl eval: --suite S is required');
+    if (typeof ckptPath !== 'string') throw new UsageError('coderl eval: --checkpoint C is required');
+    const kText = typeof options.k === 'string' ? options.k : '1,5,10';
+    const ks = kText.split(',').map((x) => Number(x.trim()));
+    if (ks.some((k) => !Number.isInteger(k) || k < 1)) throw new UsageError(`coderl eval: --k must be comma-separated positive integers, got '${kText}'`);
+    const samples = intOption('eval', options, 'samples', 1) ?? Math.max(...ks);
+    if (Math.max(...ks) > samples) throw new UsageError(`coderl eval: k = ${Math.max(...ks)} needs at least that many --samples (got ${samples})`);
+    const temperature = options.temperature === undefined ? 1 : Number(options.temperature);
+    if (!(temperature >= 0 && temperature <= 10)) throw new UsageError(`coderl eval: --temperature must be a number in [0, 10], got '${String(options.temperature)}'`);
+    if (temperature === 0 && samples > 1) throw new UsageError('coderl eval: --temperature 0 (greedy) gives the same sample every time; use --samples 1');
+    const seed = intOption('eval', options, 'seed', 0) ?? 1;
+    const backend = backendOption('eval', options.backend);
+    const workers = intOption('eval', options, 'workers', 1) ?? defaultPoolSize();
+
+    let bytes: Uint8Array;
+    try {
+      bytes = new Uint8Array(await readFile(ckptPath));
+    } catch (e) {
+      throw new UsageError(`coderl eval: cannot read ${ckptPath}: ${(e as Error).message}`);
+    }
+    const snap = loadModel(bytes);
+    if (!snap.tokenizer) throw new UsageError(`coderl eval: ${ckptPath} carries no tokenizer; it cannot be sampled from text prompts`);
+    const tok = Tokenizer.fromJSON(snap.tokenizer);
+    let suiteBytes: Uint8Array;
+    try {
+      suiteBytes = new Uint8Array(await readFile(suitePath));
+    } catch (e) {
+      throw new UsageError(`coderl eval: cannot read ${suitePath}: ${(e as Error).message}`);
+    }
+    const suite = await loadSuite(suiteBytes, suitePath);
+    for (const i of suite.issues) io.err(`coderl eval: ${formatIssue(i)}`);
+    if (!suite.items.length) throw new UsageError(`coderl eval: ${suitePath} holds no valid task`);
+    const maxNew = intOption('eval', options, 'max-new-tokens', 1) ?? 48;
+    const longest = Math.max(...suite.items.map((t) => tok.encode(t.prompt).length));
+    const room = snap.config.contextLength - longest;
+    if (room < 1) throw new UsageError(`coderl eval: the longest prompt has ${longest} tokens, the model's context is ${snap.config.contextLength}`);
+    const maxNewTokens = Math.min(maxNew, room);
+
+    let rt: GpuRuntime | null = null;
+    if (backend === 'webgpu') rt = await GpuRuntime.create(await nodeProvider());
+    const [pool, analyzer] = await Promise.all([createNodePool({ size: workers }), createAnalyzer(nodeWasmLoader)]);
+    const policy = createBackend(backend, { config: snap.config, params: snap.params, optim: DEFAULT_OPTIM, runtime: rt ?? undefined });
+    try {
+      const t0 = performance.now();
+      const r = await evaluate(policy, tok, suite.items, { samples, temperature, k: ks, maxNewTokens }, { pool, analyzer }, DEFAULT_REWARD, seed);
+      if (typeof options.out === 'string') await writeFile(options.out, r.records.map((x) => JSON.stringify(x)).join('\n') + '\n');
+      io.out(`suite: ${suitePath} (${r.tasks} tasks), ${samples} samples per task at temperature ${temperature}, ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+      for (const [fam, v] of Object.entries(r.byFamily)) io.out(`  ${fam}: pass@1 ${v.toFixed(4)}`);
+      for (const [k, v] of Object.entries(r.passAtK)) io.out(`${k}: ${v.toFixed(4)}`);
+      return 0;
+    } finally {
+      policy.dispose();
+      pool.close();
+      rt?.dispose();
+    }
+  },
+};

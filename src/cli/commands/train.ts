@@ -1,0 +1,129 @@
+import { readFile } from 'node:fs/promises';
+import { createAnalyzer } from '../../analysis';
+import { nodeWasmLoader } from '../../analysis/wasm-node';
+import { nodeProvider } from '../../gpu/node';
+import { GpuRuntime } from '../../gpu/runtime';
+import { createBackend, type BackendKind } from '../../model/backend';
+import { resolveConfig, RlConfigError, RL_PRESETS } from '../../rl/config';
+import { runPipeline, type PipelineEvent, type Summary } from '../../rl/pipeline';
+import { dirStore } from '../../rl/store-node';
+import { createNodePool, defaultPoolSize } from '../../sandbox/pool.node';
+import { UsageError, type Command, type Options } from '../command';
+import { exploreHook } from '../../rl/explore-hook';
+
+export function intOption(cmd: string, options: Options, name: string, min: number): number | undefined {
+  const v = options[name];
+  if (v === undefined) return undefined;
+  const n = Number(v);
+  if (typeof v !== 'string' || !Number.isInteger(n) || n < min) throw new UsageError(`coderl ${cmd}: --${name} must be an integer >= ${min}, got '${String(v)}'`);
+  return n;
+}
+
+export function backendOption(cmd: string, v: string | boolean | undefined): BackendKind {
+  const b = v === undefined ? 'cpu' : v;
+  if (b !== 'cpu' && b !== 'webgpu') throw new UsageError(`coderl ${cmd}: --backend must be cpu or webgpu, got '${String(b)}'`);
+  return b;
+}
+
+async function overridesOption(v: string | boolean | undefined): Promise<unknown> {
+  if (typeof v !== 'string') return {};
+  let text = v;
+  if (!v.trim().startsWith('{')) {
+    try {
+      text = await readFile(v, 'utf8');
+    } catch (e) {
+      throw new UsageError(`coderl train: cannot read --set file ${v}: ${(e as Error).message}`);
+    }
+  }
+  try {
+    return JSON.parse(text);
+  } catch (e) {
+    throw new UsageError(`coderl train: --set is not valid JSON: ${(e as Error).message}`);
+  }
+}
+
+function summaryLines(s: Summary): string[] {
+  const pct = (x: number) => `${(x * 100).toFixed(1)}%`;
+  const fam = (r: Record<string, number>) => Object.entries(r).map(([k, v]) => `${k} ${pct(v)}`).join(', ');
+  return [
+    `SFT: held-out pass@1 ${pct(s.sft.heldout_pass1)} (${fam(s.sft.heldout_by_family)}), train pass@1 ${pct(s.sft.train_pass1)}; best step ${s.sft.best_step} of ${s.sft.steps}`,
+    ...(s.rm ? [`reward model: held-out pairwise accuracy ${pct(s.rm.heldout_pairwise_accuracy)} over ${s.rm.heldout_pairs} pairs`] : []),
+    `RL (${s.rl.algo}, ${s.rl.iterations} iterations): held-out pass@1 ${pct(s.rl.heldout_pass1)} (${fam(s.rl.heldout_by_family)}), RL-task pass@1 ${pct(s.rl.train_pass1)}`,
+    `held-out pass@1 change: ${((s.rl.heldout_pass1 - s.sft.heldout_pass1) * 100).toFixed(1)} points; ${s.minutes.toFixed(1)} minutes`,
+  ];
+}
+
+export const trainCommand: Command = {
+  name: 'train',
+  summary: 'run the staged pipeline (SFT, reward model, PPO/GRPO) headless',
+  usage: 'coderl train --preset P --seed S --out DIR [--backend cpu|webgpu] [--set JSON|FILE]',
+  description: [
+    'Builds the seeded task families (train / val / rl / heldout splits), trains a tokenizer, then runs',
+    'SFT with early stopping, the reward model and PPO (or GRPO), and evaluates held-out pass@1 before',
+    'and after RL. DIR receives config.json, tasks/*.jsonl, metrics.jsonl, rollouts/iter-*.jsonl,',
+    'checkpoints (sft.ckpt, rm.ckpt, policy.ckpt) and summary.json. Rerunning the same command resumes',
+    'from DIR (finished stages are loaded, PPO continues after the last finished iteration).',
+    `Presets: ${Object.keys(RL_PRESETS).join(', ')}. --set overrides preset fields, e.g.`,
+    `'{"rl":{"algo":"grpo"},"explore":{"repair":true}}'.`,
+  ].join('\n'),
+  options: {
+    preset: { type: 'string', description: `preset (${Object.keys(RL_PRESETS).join(', ')}); default tiny`, value: 'P' },
+    seed: { type: 'string', description: 'seed of tasks, initialisation and sampling (default 1)', value: 'S' },
+    out: { type: 'string', description: 'run directory (created; an existing run there is resumed)', value: 'DIR' },
+    backend: { type: 'string', description: 'cpu (float64 reference) or webgpu (default cpu)', value: 'B' },
+    set: { type: 'string', description: 'JSON object (or a file holding one) overriding preset fields', value: 'JSON' },
+    workers: { type: 'string', description: `sandbox workers (default ${defaultPoolSize()})`, value: 'N' },
+    quiet: { type: 'boolean', description: 'print only the summary' },
+  },
+  examples: [
+    'npx coderl train --preset tiny --seed 1 --out runs/tiny-1',
+    'npx coderl train --preset tiny --seed 1 --out runs/grpo-1 --set \'{"rl":{"algo":"grpo"}}\'',
+    'npx coderl train --preset tiny --seed 1 --out runs/gpu-1 --backend webgpu',
+  ],
+  async run(options, _positionals, io) {
+    const out = options.out;
+    if (typeof out !== 'string' || !out) throw new UsageError('coderl train: --out DIR is required');
+    const preset = typeof options.preset === 'string' ? options.preset : 'tiny';
+    const seed = intOption('train', options, 'seed', 0) ?? 1;
+    const backend = backendOption('train', options.backend);
+    let cfg;
+    try {
+      cfg = resolveConfig(preset, await overridesOption(options.set));
+    } catch (e) {
+      if (e instanceof RlConfigError) throw new UsageError(`coderl train: ${e.message}`);
+      throw e;
+    }
+    const workers = intOption('train', options, 'workers', 1) ?? defaultPoolSize();
+    let rt: GpuRuntime | null = null;
+    if (backend === 'webgpu') {
+      const provider = await nodeProvider();
+      rt = await GpuRuntime.create(provider);
+      for (const note of provider.notes) io.err(`coderl train: note: ${note}`);
+    }
+    const [pool, analyzer] = await Promise.all([createNodePool({ size: workers }), createAnalyzer(nodeWasmLoader)]);
+    let last = '';
+    const onEvent = (e: PipelineEvent) => {
+      if (options.quiet) return;
+      const line = `[${e.phase}] ${e.message}`;
+      if (line !== last) io.err(line);
+      last = line;
+    };
+    try {
+      const summary = await runPipeline({
+        cfg,
+        seed,
+        backend,
+        store: dirStore(out),
+        scorer: { pool, analyzer },
+        makeBackend: (config, params, optim, optimizer) => createBackend(backend, { config, params, optim, optimizer, runtime: rt ?? undefined }),
+        exploreFor: (tok) => exploreHook(tok, cfg.explore),
+        onEvent,
+      });
+      for (const l of summaryLines(summary)) io.out(l);
+      return 0;
+    } finally {
+      pool.close();
+      rt?.dispose();
+    }
+  },
+};

@@ -1,0 +1,86 @@
+/**
+ * Episodes as the policy-gradient step sees them: a prompt, the sampled action ids, and per
+ * action the old log-prob, the value, the reference log-prob, the advantage and the return.
+ * Here: evaluating sequences under a model (per-action log-probs at the sampling temperature and
+ * values, from one forward pass), and packing episodes into RlBatches.
+ */
+import type { PolicyBackend } from '../model/backend';
+import type { RlBatch } from '../model/rl-loss';
+import { chunks, completionBatch, type Sequence } from './data';
+
+export interface Episode {
+  seq: Sequence;
+  /** per action (ids after the prompt) */
+  oldLogp: Float64Array;
+  values: Float64Array;
+  refLogp: Float64Array;
+  advantages: Float64Array;
+  returns: Float64Array;
+}
+
+export function actionCount(s: Sequence): number {
+  return s.ids.length - s.promptLength;
+}
+
+/**
+ * Per-action log-probs (logits / temperature) and values of each sequence under `backend`
+ * (forward passes of at most `batch` sequences). Row t of a sequence predicts ids[t + 1], so
+ * action a (ids[promptLength + a]) is row promptLength + a - 1: the value there is the value of
+ * the state the action was taken in.
+ */
+export async function scoreActions(backend: PolicyBackend, seqs: readonly Sequence[], padId: number, invTemp: number, batch = 32): Promise<{ logp: Float64Array[]; values: Float64Array[] }> {
+  const V = backend.config.vocabSize;
+  const logp: Float64Array[] = [];
+  const values: Float64Array[] = [];
+  for (const part of chunks(seqs, batch)) {
+    const b = completionBatch(part, padId, backend.config.contextLength);
+    const out = await backend.forward({ tokens: b.tokens, B: b.B, T: b.T });
+    part.forEach((s, i) => {
+      const n = actionCount(s);
+      const lp = new Float64Array(n);
+      const vs = new Float64Array(n);
+      for (let a = 0; a < n; a++) {
+        const row = i * b.T + s.promptLength + a - 1;
+        let m = -Infinity;
+        for (let k = 0; k < V; k++) m = Math.max(m, invTemp * out.logits[row * V + k]!);
+        let sum = 0;
+        for (let k = 0; k < V; k++) sum += Math.exp(invTemp * out.logits[row * V + k]! - m);
+        lp[a] = invTemp * out.logits[row * V + s.ids[s.promptLength + a]!]! - m - Math.log(sum);
+        vs[a] = out.values[row]!;
+      }
+      logp.push(lp);
+      values.push(vs);
+    });
+  }
+  return { logp, values };
+}
+
+/** Packs episodes into one RlBatch (right-padded; the mask selects the actions). */
+export function packEpisodes(eps: readonly Episode[], padId: number, maxT: number): RlBatch {
+  const base = completionBatch(eps.map((e) => e.seq), padId, maxT);
+  const { B, T } = base;
+  const z = () => new Float32Array(B * T);
+  const b: RlBatch = { ...base, oldLogp: z(), oldValues: z(), advantages: z(), returns: z(), refLogp: z() };
+  eps.forEach((e, i) => {
+    for (let a = 0; a < actionCount(e.seq); a++) {
+      const r = i * T + e.seq.promptLength + a - 1;
+      b.oldLogp[r] = e.oldLogp[a]!;
+      b.oldValues[r] = e.values[a]!;
+      b.advantages[r] = e.advantages[a]!;
+      b.returns[r] = e.returns[a]!;
+      b.refLogp[r] = e.refLogp[a]!;
+    }
+  });
+  return b;
+}
+
+/**
+ * A minibatch as the backend wants it: on the cpu backend length-sorted micro-batches of
+ * `micro` episodes (cost follows B x T there), on the GPU one batch (one shape per step).
+ */
+export function episodeBatches(eps: readonly Episode[], backend: Pick<PolicyBackend, 'kind' | 'config'>, padId: number, micro = 4): RlBatch[] {
+  const maxT = backend.config.contextLength;
+  if (backend.kind !== 'cpu') return [packEpisodes(eps, padId, maxT)];
+  const sorted = [...eps].sort((a, b) => a.seq.ids.length - b.seq.ids.length);
+  return chunks(sorted, micro).map((part) => packEpisodes(part, padId, maxT));
+}

@@ -1,0 +1,45 @@
+/**
+ * HumanEval-style evaluation: n samples per task at the eval temperature, run in the sandbox,
+ * unbiased pass@k averaged over tasks, plus pass@1 per task family.
+ */
+import type { PolicyBackend } from '../model/backend';
+import type { RewardConfig } from '../reward/reward';
+import type { ScoreRecord } from '../sandbox/score';
+import type { Tokenizer } from '../tokenizer';
+import type { Task } from '../tasks/types';
+import type { EvalConfig } from './config';
+import { sampleTasks, type Sample, type SampleOptions } from './sample';
+import { passAtKs, scoreRollouts, type Scorer } from './scorer';
+
+export interface EvalResult {
+  /** `pass@k` -> value */
+  passAtK: Record<string, number>;
+  /** pass@1 per task family (meta.family), when tasks carry one */
+  byFamily: Record<string, number>;
+  tasks: number;
+  samples: number;
+  records: ScoreRecord[];
+  rollouts: Sample[];
+}
+
+export async function evaluate(
+  backend: PolicyBackend,
+  tok: Tokenizer,
+  tasks: readonly Task[],
+  cfg: EvalConfig,
+  scorer: Scorer,
+  reward: RewardConfig,
+  seed: number,
+  constrain?: SampleOptions['constrain'],
+): Promise<EvalResult> {
+  const rollouts = await sampleTasks(backend, tok, tasks, { samplesPerTask: cfg.samples, temperature: cfg.temperature, maxNewTokens: cfg.maxNewTokens, seed, constrain });
+  const records = await scoreRollouts(scorer, rollouts, reward);
+  const byFamily: Record<string, number> = {};
+  const families = new Set(tasks.map((t) => String(t.meta?.family ?? '')));
+  for (const f of families) {
+    if (!f) continue;
+    const ids = new Set(tasks.filter((t) => t.meta?.family === f).map((t) => t.task_id));
+    byFamily[f] = passAtKs(records.filter((r) => ids.has(r.task_id)), [1])['pass@1']!;
+  }
+  return { passAtK: passAtKs(records, cfg.k), byFamily, tasks: tasks.length, samples: records.length, records, rollouts };
+}

@@ -1,0 +1,298 @@
+/**
+ * The staged pipeline, the same code headless (`coderl train`) and in the app:
+ *   tasks + tokenizer -> SFT (early-stopped) -> reward model -> PPO / GRPO -> evaluation.
+ * Everything a run makes goes to a RunStore: config.json, tasks/*.jsonl, tokenizer.json,
+ * metrics.jsonl (one JSON object per line, `stage` first), rollouts/iter-NNNN.jsonl,
+ * checkpoints (sft.ckpt, rm.ckpt, policy.ckpt with its optimizer state), and summary.json.
+ *
+ * Exploration switches shape the PPO rollouts only: the reward model's samples and every
+ * evaluation sample the policy as it is, so the switches' effects are measured on equal terms.
+ *
+ * Resumable: each finished stage leaves its checkpoint and result, which a rerun loads instead
+ * of redoing the stage; PPO resumes after the last finished iteration (at most the iteration
+ * in flight is lost). Seeds are derived from (seed, stage, iteration), so a resumed run samples
+ * what the uninterrupted run would have.
+ */
+import { loadModel, saveModel } from '../model/checkpoint';
+import type { BackendKind, PolicyBackend } from '../model/backend';
+import type { ModelConfig } from '../model/config';
+import { initParams } from '../model/init';
+import { DEFAULT_OPTIM, type OptimConfig } from '../model/optim';
+import type { OptimizerState } from '../model/checkpoint';
+import { paramTable } from '../model/params';
+import { Tokenizer, trainTokenizer } from '../tokenizer';
+import type { Task } from '../tasks/types';
+import { checkAlarms } from './alarms';
+import type { RlConfig } from './config';
+import { encodeExample } from './data';
+import { evaluate, type EvalResult } from './evaluate';
+import { KlController } from './ppo';
+import { ppoIteration, type Metrics } from './ppo-loop';
+import { trainRewardModel, type LabelledSample, type RmResult } from './reward-model';
+import { sampleTasks } from './sample';
+import type { ExploreHook } from './explore-hook';
+import { scoreRollouts, type Scorer } from './scorer';
+import { runSft } from './sft';
+import { readJson, writeJson, type RunStore } from './store';
+import { buildTaskSet, suiteJsonl, type GeneratedTask, type TaskSet } from './tasks';
+
+export type Phase = 'setup' | 'sft' | 'sft-eval' | 'rm-samples' | 'rm' | 'ppo' | 'eval' | 'done';
+
+export interface PipelineEvent {
+  phase: Phase;
+  /** 0..1 within the phase */
+  progress: number;
+  message: string;
+}
+
+export interface PipelineOptions {
+  cfg: RlConfig;
+  seed: number;
+  backend: BackendKind;
+  /** creates a backend of the run's kind (the caller owns the GPU runtime, if any) */
+  makeBackend: (config: ModelConfig, params: Float32Array, optim: OptimConfig, optimizer?: OptimizerState | null) => PolicyBackend;
+  store: RunStore;
+  scorer: Scorer;
+  /** exploration hook factory (explore-hook.ts), given the tokenizer */
+  exploreFor?: (tok: Tokenizer) => ExploreHook | undefined;
+  onEvent?: (e: PipelineEvent) => void;
+  onMetrics?: (stage: string, m: Metrics) => void;
+  /** asked between steps and iterations; true stops the run after saving (resumable) */
+  shouldStop?: () => boolean;
+}
+
+export interface StageEval {
+  heldout_pass1: number;
+  train_pass1: number;
+  heldout_passk: Record<string, number>;
+  heldout_by_family: Record<string, number>;
+}
+
+export interface Summary {
+  preset: string;
+  seed: number;
+  backend: BackendKind;
+  sft: StageEval & { steps: number; best_step: number; best_val_loss: number };
+  rm: { heldout_pairwise_accuracy: number; train_pairwise_accuracy: number; heldout_pairs: number } | null;
+  rl: StageEval & { iterations: number; algo: string };
+  minutes: number;
+  explore: RlConfig['explore'];
+}
+
+/** Tasks of the train split the train pass@1 is measured on (a fixed seeded subset keeps evaluation cheap). */
+export const TRAIN_EVAL_TASKS = 48;
+
+type RmJson = Omit<RmResult, 'params'>;
+
+interface State {
+  elapsedMs: number;
+}
+
+function trainEvalTasks(set: TaskSet): GeneratedTask[] {
+  const step = Math.max(1, Math.floor(set.train.length / TRAIN_EVAL_TASKS));
+  return set.train.filter((_, i) => i % step === 0).slice(0, TRAIN_EVAL_TASKS);
+}
+
+export async function runPipeline(o: PipelineOptions): Promise<Summary> {
+  const { cfg, seed, store } = o;
+  const started = performance.now();
+  const state = (await readJson<State>(store, 'state.json')) ?? { elapsedMs: 0 };
+  const elapsed = () => state.elapsedMs + performance.now() - started;
+  const saveState = () => writeJson(store, 'state.json', { ...state, elapsedMs: elapsed() });
+  const emit = (phase: Phase, progress: number, message: string) => o.onEvent?.({ phase, progress, message });
+  const metric = async (stage: string, m: Metrics) => {
+    const line = { stage, ...m };
+    await store.append('metrics.jsonl', `${JSON.stringify(line, (_k, v) => (typeof v === 'number' && !Number.isFinite(v) ? null : v))}\n`);
+    o.onMetrics?.(stage, m);
+  };
+
+  // setup: config, tasks, tokenizer
+  emit('setup', 0, 'tasks and tokenizer');
+  const existing = await readJson<{ cfg: RlConfig; seed: number; backend: string }>(store, 'config.json');
+  if (existing && (JSON.stringify(existing.cfg) !== JSON.stringify(cfg) || existing.seed !== seed)) {
+    throw new Error('the run directory holds a run with a different config or seed; resume it with the same preset and seed, or use a new directory');
+  }
+  if (!existing) await writeJson(store, 'config.json', { cfg, seed, backend: o.backend });
+  const set = buildTaskSet({ seed, ...cfg.tasks });
+  for (const k of ['train', 'val', 'rl', 'heldout'] as const) await store.write(`tasks/${k}.jsonl`, suiteJsonl(set[k]));
+  const tok = trainTokenizer([...set.train, ...set.val].map((t) => t.prompt + t.reference), { vocabSize: cfg.model.vocabSize });
+  await writeJson(store, 'tokenizer.json', tok.toJSON());
+  const model: ModelConfig = { ...cfg.model, vocabSize: tok.vocabSize };
+  const longest = Math.max(...[...set.train, ...set.val, ...set.rl, ...set.heldout].map((t) => encodeExample(tok, t.prompt, '', false).ids.length));
+  const room = Math.max(cfg.rl.maxNewTokens, cfg.eval.maxNewTokens);
+  if (longest + room > model.contextLength) throw new Error(`the longest prompt has ${longest} tokens; with ${room} new tokens it exceeds the context of ${model.contextLength}`);
+  const explore = o.exploreFor?.(tok);
+  const trainEval = trainEvalTasks(set);
+  const evalBoth = async (policy: PolicyBackend, tag: string): Promise<{ held: EvalResult; train: EvalResult }> => {
+    const held = await evaluate(policy, tok, set.heldout, cfg.eval, o.scorer, cfg.reward, (seed * 17 + 1) >>> 0);
+    const train = await evaluate(policy, tok, tag === 'sft' ? trainEval : set.rl.slice(0, TRAIN_EVAL_TASKS), { ...cfg.eval, k: [1] }, o.scorer, cfg.reward, (seed * 17 + 2) >>> 0);
+    return { held, train };
+  };
+  const stageEval = (r: { held: EvalResult; train: EvalResult }): StageEval => ({
+    heldout_pass1: r.held.passAtK['pass@1']!,
+    train_pass1: r.train.passAtK['pass@1']!,
+    heldout_passk: r.held.passAtK,
+    heldout_by_family: r.held.byFamily,
+  });
+  const snapshot = async (b: PolicyBackend, withOptim: boolean, meta: Record<string, unknown>) =>
+    saveModel({ config: model, tokenizer: tok.toJSON(), params: await b.getParams(), optimizer: withOptim ? await b.getOptimizerState() : null, meta });
+
+  // stage 1: SFT
+  type SftJson = StageEval & { steps: number; best_step: number; best_val_loss: number };
+  let sftJson = await readJson<SftJson>(store, 'sft.json');
+  let sftParams: Float32Array;
+  if (sftJson && (await store.read('sft.ckpt'))) {
+    sftParams = loadModel((await store.read('sft.ckpt'))!, model).params;
+    emit('sft', 1, 'SFT loaded from the run directory');
+  } else {
+    const optim = { ...DEFAULT_OPTIM, lr: cfg.sft.lr, weightDecay: cfg.sft.weightDecay };
+    const b = o.makeBackend(model, initParams(paramTable(model), seed), optim);
+    try {
+      const r = await runSft(b, tok, set.train, set.val, cfg.sft, seed, {
+        onPoint: async (p) => {
+          emit('sft', p.step / cfg.sft.maxSteps, `step ${p.step} loss ${p.loss.toFixed(3)}${p.val_loss !== undefined ? ` val ${p.val_loss.toFixed(3)}` : ''}`);
+          await metric('sft', { step: p.step, 'loss/train': p.loss, ...(p.val_loss !== undefined ? { 'loss/val': p.val_loss } : {}) });
+        },
+        shouldStop: o.shouldStop,
+      });
+      sftParams = r.best;
+      const best = o.makeBackend(model, sftParams, optim);
+      try {
+        emit('sft-eval', 0, 'evaluating the early-stopped SFT checkpoint');
+        const ev = stageEval(await evalBoth(best, 'sft'));
+        sftJson = { ...ev, steps: r.steps, best_step: r.bestStep, best_val_loss: r.bestValLoss };
+        await store.write('sft.ckpt', saveModel({ config: model, tokenizer: tok.toJSON(), params: sftParams, meta: { stage: 'sft', step: r.bestStep } }));
+        await writeJson(store, 'sft.json', sftJson);
+        await metric('sft-eval', { 'eval/heldout_pass@1': ev.heldout_pass1, 'eval/train_pass@1': ev.train_pass1 });
+      } finally {
+        best.dispose();
+      }
+    } finally {
+      b.dispose();
+    }
+    await saveState();
+  }
+  if (o.shouldStop?.()) return partialSummary();
+
+  // stage 2: reward model
+  let rmJson = cfg.rm.enabled ? await readJson<RmJson>(store, 'rm.json') : null;
+  let rmParams: Float32Array | null = null;
+  if (cfg.rm.enabled) {
+    if (rmJson && (await store.read('rm.ckpt'))) {
+      rmParams = loadModel((await store.read('rm.ckpt'))!, model).params;
+    } else {
+      emit('rm-samples', 0, 'sampling the SFT policy for the reward model');
+      const sft = o.makeBackend(model, sftParams, DEFAULT_OPTIM);
+      let samples: LabelledSample[];
+      try {
+        const tasks: Task[] = [...set.rl, ...trainEval];
+        const s = await sampleTasks(sft, tok, tasks, { samplesPerTask: cfg.rm.samplesPerTask, temperature: cfg.rl.temperature, maxNewTokens: cfg.rl.maxNewTokens, seed: (seed * 23 + 5) >>> 0 });
+        const usable = s.filter((x) => x.tokens.length > 0);
+        const recs = await scoreRollouts(o.scorer, usable, cfg.reward);
+        samples = usable.map((x, i) => ({
+          task_id: x.task.task_id,
+          seq: { ids: [...x.prompt, ...x.tokens], promptLength: x.prompt.length },
+          label: recs[i]!.tests_passed / Math.max(1, recs[i]!.tests_total) + (recs[i]!.passed ? 1 : 0),
+        }));
+      } finally {
+        sft.dispose();
+      }
+      const rm = o.makeBackend(model, sftParams, { ...DEFAULT_OPTIM, lr: cfg.rm.lr, weightDecay: 0 });
+      try {
+        const r = await trainRewardModel(rm, samples, cfg.rm, seed, tok.padId, {
+          onPoint: async (p) => {
+            emit('rm', p.step / cfg.rm.steps, `step ${p.step} loss ${p.loss.toFixed(3)}`);
+            await metric('rm', { step: p.step, 'loss/rm': p.loss });
+          },
+        });
+        rmParams = r.params;
+        const { params: _p, ...rest } = r;
+        rmJson = rest;
+        await store.write('rm.ckpt', await snapshot(rm, false, { stage: 'rm' }));
+        await writeJson(store, 'rm.json', rmJson);
+        await metric('rm-eval', { 'rm/heldout_pairwise_accuracy': r.heldoutAccuracy, 'rm/train_pairwise_accuracy': r.trainAccuracy, 'rm/heldout_pairs': r.heldoutPairs });
+      } finally {
+        rm.dispose();
+      }
+    }
+    await saveState();
+  }
+  if (o.shouldStop?.()) return partialSummary();
+
+  // stage 3: PPO / GRPO
+  const rlOptim: OptimConfig = { ...DEFAULT_OPTIM, lr: cfg.rl.lr, gradClip: cfg.rl.gradClip, weightDecay: 0 };
+  type PpoState = { iteration: number; klCoef: number; history: Metrics[] };
+  let ppoState = await readJson<PpoState>(store, 'ppo-state.json');
+  const policyCkpt = ppoState ? await store.read('policy.ckpt') : null;
+  let policy: PolicyBackend;
+  if (ppoState && policyCkpt) {
+    const snap = loadModel(policyCkpt, model);
+    policy = o.makeBackend(model, snap.params, rlOptim, snap.optimizer);
+  } else {
+    ppoState = { iteration: 0, klCoef: cfg.rl.kl.coef, history: [] };
+    policy = o.makeBackend(model, sftParams, rlOptim);
+  }
+  const ref = o.makeBackend(model, sftParams, DEFAULT_OPTIM);
+  const rmBackend = rmParams ? o.makeBackend(model, rmParams, DEFAULT_OPTIM) : null;
+  let finalEval: StageEval;
+  try {
+    const kl = new KlController(ppoState.klCoef, cfg.rl.kl.adaptive, cfg.rl.kl.target, cfg.rl.kl.horizon);
+    const ctx = {
+      policy, ref, tok, scorer: o.scorer, cfg, seed, tasks: set.rl, explore,
+      rm: rmBackend && rmJson ? { backend: rmBackend, mean: rmJson.scoreMean, std: rmJson.scoreStd, weight: cfg.rm.weight } : null,
+    };
+    for (let it = ppoState.iteration; it < cfg.rl.iterations; it++) {
+      if (o.shouldStop?.()) break;
+      emit('ppo', it / cfg.rl.iterations, `iteration ${it + 1}/${cfg.rl.iterations}`);
+      const { metrics, rollouts } = await ppoIteration(ctx, it, kl);
+      if ((it + 1) % cfg.rl.evalEvery === 0 && it + 1 < cfg.rl.iterations) {
+        const ev = await evaluate(policy, tok, set.heldout, cfg.eval, o.scorer, cfg.reward, (seed * 17 + 1) >>> 0);
+        metrics['eval/heldout_pass@1'] = ev.passAtK['pass@1']!;
+      }
+      const history: Metrics[] = [...ppoState.history, metrics];
+      metrics.alarms = checkAlarms(history);
+      await store.write(`rollouts/iter-${String(it + 1).padStart(4, '0')}.jsonl`, rollouts.map((r) => JSON.stringify(r)).join('\n') + '\n');
+      await store.write('policy.ckpt', await snapshot(policy, true, { stage: 'ppo', iteration: it + 1 }));
+      ppoState = { iteration: it + 1, klCoef: kl.coef, history };
+      await writeJson(store, 'ppo-state.json', ppoState);
+      await metric('ppo', metrics);
+      await saveState();
+    }
+    if (ppoState.iteration < cfg.rl.iterations) return partialSummary();
+    emit('eval', 0, 'evaluating the RL policy');
+    finalEval = stageEval(await evalBoth(policy, 'rl'));
+    await metric('rl-eval', { 'eval/heldout_pass@1': finalEval.heldout_pass1, 'eval/train_pass@1': finalEval.train_pass1 });
+  } finally {
+    policy.dispose();
+    ref.dispose();
+    rmBackend?.dispose();
+  }
+  const summary: Summary = {
+    preset: cfg.preset,
+    seed,
+    backend: o.backend,
+    sft: sftJson!,
+    rm: rmJson ? { heldout_pairwise_accuracy: rmJson.heldoutAccuracy, train_pairwise_accuracy: rmJson.trainAccuracy, heldout_pairs: rmJson.heldoutPairs } : null,
+    rl: { ...finalEval, iterations: cfg.rl.iterations, algo: cfg.rl.algo },
+    minutes: elapsed() / 60000,
+    explore: cfg.explore,
+  };
+  await writeJson(store, 'summary.json', summary);
+  await saveState();
+  emit('done', 1, `held-out pass@1: SFT ${summary.sft.heldout_pass1.toFixed(3)} -> RL ${summary.rl.heldout_pass1.toFixed(3)}`);
+  return summary;
+
+  function partialSummary(): never {
+    throw new StoppedError();
+  }
+}
+
+/** The run stopped on request; its directory resumes it. */
+export class StoppedError extends Error {
+  override readonly name = 'StoppedError';
+  constructor() {
+    super('stopped; the run directory holds everything finished so far and resumes from there');
+  }
+}
+
+export { Tokenizer };

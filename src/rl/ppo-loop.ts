@@ -1,0 +1,293 @@
+/**
+ * Stage 3, one PPO (or GRPO) iteration: sample rollouts for a slice of the RL tasks, score them
+ * (sandboxed tests, static analysis, AST validity, reward model), optionally give failing
+ * rollouts a second, error-driven repair turn, compute per-token KL penalties, advantages and
+ * returns, then several epochs of minibatch policy-gradient steps with early stopping at a
+ * target KL. Returns the iteration's metrics (TRL / CleanRL names) and its rollouts.
+ */
+import type { PolicyBackend } from '../model/backend';
+import type { RlLossConfig } from '../model/rl-loss';
+import type { RewardComponent } from '../reward/reward';
+import type { ScoreRecord } from '../sandbox/score';
+import type { Tokenizer } from '../tokenizer';
+import type { Task } from '../tasks/types';
+import { Rng } from '../util/random';
+import type { RlConfig } from './config';
+import { type Sequence } from './data';
+import { actionCount, episodeBatches, scoreActions, type Episode } from './episodes';
+import { explainedVariance, gae, groupAdvantages, meanStd, tokenRewards, whiten, type KlController } from './ppo';
+import { rmScores } from './reward-model';
+import type { ExploreHook } from './explore-hook';
+import { sampleTasks, type Sample } from './sample';
+import { scoreRollouts, type Scorer } from './scorer';
+
+export interface PpoContext {
+  policy: PolicyBackend;
+  /** the frozen SFT model */
+  ref: PolicyBackend;
+  rm: { backend: PolicyBackend; mean: number; std: number; weight: number } | null;
+  tok: Tokenizer;
+  scorer: Scorer;
+  cfg: RlConfig;
+  seed: number;
+  tasks: readonly Task[];
+  explore?: ExploreHook;
+}
+
+/** One rollout as stored in the run directory and shown in the rollout browser. */
+export interface RolloutRecord {
+  iteration: number;
+  task_id: string;
+  /** index of its prompt group in the iteration */
+  group: number;
+  /** 1: first attempt; 2: error-driven repair of a failed attempt */
+  turn: 1 | 2;
+  prompt: string;
+  completion: string;
+  /** per action: the token's text, ids, old log-prob, reference log-prob, value, advantage, return */
+  tokens: string[];
+  ids: number[];
+  logprobs: number[];
+  ref_logprobs: number[];
+  values: number[];
+  advantages: number[];
+  returns: number[];
+  /** advantages before whitening */
+  raw_advantages: number[];
+  /** the sequence's score before the KL penalty (reward breakdown total) */
+  score: number;
+  reward: { total: number; components: RewardComponent[] };
+  passed: boolean;
+  verdict: string;
+  tests_passed: number;
+  tests_total: number;
+  tests: ScoreRecord['tests'];
+  message?: string;
+  ast_valid?: boolean;
+  finish: string;
+}
+
+export type Metrics = Record<string, number | string[]>;
+
+/** The RL tasks for iteration `it`: a seeded pass over the tasks per epoch, `n` at a time. */
+export function iterationTasks(tasks: readonly Task[], it: number, n: number, seed: number): Task[] {
+  if (!tasks.length) throw new Error('PPO: the RL split is empty');
+  const out: Task[] = [];
+  for (let k = 0; k < n; k++) {
+    const flat = it * n + k;
+    const epoch = Math.floor(flat / tasks.length);
+    const order = tasks.map((_, i) => i);
+    const rng = new Rng((seed * 1000003 + epoch) >>> 0);
+    for (let i = order.length - 1; i > 0; i--) {
+      const j = Math.floor(rng.next() * (i + 1));
+      [order[i], order[j]] = [order[j]!, order[i]!];
+    }
+    out.push(tasks[order[flat % tasks.length]!]!);
+  }
+  return out;
+}
+
+/** The second turn of error-driven repair: the task's description, the failed attempt and its error as comments, then the header again. */
+export function repairPrompt(task: Task, completion: string, record: ScoreRecord): string {
+  const lines = task.prompt.replace(/\n$/, '').split('\n');
+  const header = lines.pop()!;
+  const failing = record.tests.find((t) => t.status !== 'passed');
+  const error = record.verdict === 'failed' && failing ? `failed: ${failing.source}` : `${record.verdict}: ${record.message ?? failing?.message ?? ''}`;
+  const attempt = completion.split('\n').map((l) => l.trim()).filter((l) => l && l !== '}').join(' ');
+  const clip = (s: string, n: number) => (s.length > n ? `${s.slice(0, n - 3)}...` : s).replace(/\s+/g, ' ');
+  return [...lines, `// attempt: ${clip(attempt, 60)}`, `// ${clip(error, 70)}`, header, ''].join('\n');
+}
+
+interface Scored {
+  sample: Sample;
+  record: ScoreRecord;
+  score: number;
+  components: RewardComponent[];
+  turn: 1 | 2;
+}
+
+async function scoreSamples(ctx: PpoContext, samples: Sample[], turn: 1 | 2): Promise<Scored[]> {
+  const records = await scoreRollouts(ctx.scorer, samples, ctx.cfg.reward);
+  let rm: number[] | null = null;
+  if (ctx.rm) rm = await rmScores(ctx.rm.backend, samples.map(toSequence), ctx.tok.padId);
+  return samples.map((sample, i) => {
+    const record = records[i]!;
+    const components = [...record.reward!.components];
+    if (ctx.rm && rm) {
+      const raw = (rm[i]! - ctx.rm.mean) / (ctx.rm.std || 1);
+      components.push({ name: 'reward_model', raw, weight: ctx.rm.weight, sign: 1, contribution: ctx.rm.weight * raw, detail: `reward-model score ${rm[i]!.toFixed(3)}, standardised` });
+    }
+    return { sample, record, score: components.reduce((a, c) => a + c.contribution, 0), components, turn };
+  });
+}
+
+export function toSequence(s: Pick<Sample, 'prompt' | 'tokens'>): Sequence {
+  return { ids: [...s.prompt, ...s.tokens], promptLength: s.prompt.length };
+}
+
+export interface IterationOutput {
+  metrics: Metrics;
+  rollouts: RolloutRecord[];
+}
+
+export async function ppoIteration(ctx: PpoContext, it: number, kl: KlController): Promise<IterationOutput> {
+  const { cfg, tok, policy } = ctx;
+  const rl = cfg.rl;
+  const invTemp = 1 / rl.temperature;
+  const t0 = performance.now();
+
+  // 1. rollouts
+  const tasks = iterationTasks(ctx.tasks, it, rl.promptsPerIteration, ctx.seed);
+  const sampleOpts = { samplesPerTask: rl.samplesPerPrompt, temperature: rl.temperature, maxNewTokens: rl.maxNewTokens, seed: (ctx.seed * 65537 + it) >>> 0, constrain: ctx.explore?.constrain, syntax: cfg.explore.syntax ? ctx.scorer.analyzer.syntax : null };
+  const first = (await sampleTasks(policy, tok, tasks, sampleOpts)).filter((s) => s.tokens.length > 0);
+  const t1 = performance.now();
+
+  // 2. scoring (and the repair turn)
+  const scored = await scoreSamples(ctx, first, 1);
+  let repairTime = 0;
+  if (cfg.explore.repair) {
+    const r0 = performance.now();
+    const failed = scored.filter((s) => !s.record.passed);
+    if (failed.length) {
+      const repairTasks = failed.map((f) => ({ ...f.sample.task, prompt: repairPrompt(f.sample.task, f.sample.completion, f.record) }));
+      const fits = repairTasks.map((t, i) => ({ t, i })).filter(({ t }) => tok.encode(t.prompt).length + rl.maxNewTokens <= policy.config.contextLength);
+      const second = await sampleTasks(policy, tok, fits.map((f) => f.t), { ...sampleOpts, samplesPerTask: 1, seed: sampleOpts.seed ^ 0x7e9a1 });
+      second.forEach((s, k) => (s.group = failed[fits[k]!.i]!.sample.group));
+      scored.push(...(await scoreSamples(ctx, second.filter((s) => s.tokens.length > 0), 2)));
+    }
+    repairTime = performance.now() - r0;
+  }
+  const t2 = performance.now();
+
+  // 3. old log-probs and values, reference log-probs, advantages
+  const seqs = scored.map((s) => toSequence(s.sample));
+  const [old, ref] = [await scoreActions(policy, seqs, tok.padId, invTemp), await scoreActions(ctx.ref, seqs, tok.padId, invTemp)];
+  const episodes: Episode[] = [];
+  const klPerSeq: number[] = [];
+  const grpo = rl.algo === 'grpo';
+  const groupAdv = grpo ? groupAdvantages(scored.map((s) => s.score), scored.map((s) => s.sample.group * 2 + s.turn - 1)) : null;
+  scored.forEach((s, i) => {
+    const n = actionCount(seqs[i]!);
+    const { rewards, kl: klTok } = tokenRewards(s.score, old.logp[i]!, ref.logp[i]!, grpo ? 0 : kl.coef);
+    klPerSeq.push(klTok.reduce((a, b) => a + b, 0));
+    let advantages: Float64Array;
+    let returns: Float64Array;
+    if (groupAdv) {
+      advantages = new Float64Array(n).fill(groupAdv[i]!);
+      returns = new Float64Array(n).fill(s.score);
+    } else {
+      ({ advantages, returns } = gae(rewards, old.values[i]!, rl.gamma, rl.lambda));
+    }
+    episodes.push({ seq: seqs[i]!, oldLogp: old.logp[i]!, values: old.values[i]!, refLogp: ref.logp[i]!, advantages, returns });
+  });
+  const rawAdvantages = episodes.map((e) => Float64Array.from(e.advantages));
+  if (rl.whiten && !grpo) whiten(episodes.map((e) => e.advantages));
+
+  // 4. optimisation: epochs of shuffled minibatches, early stop at the target KL
+  const loss: RlLossConfig = { clip: rl.clip, vclip: rl.vclip, vfCoef: grpo ? 0 : rl.vfCoef, entCoef: rl.entCoef, klCoef: grpo ? kl.coef : 0, invTemp };
+  const rng = new Rng((ctx.seed * 31337 + it) >>> 0);
+  const acc = { tokens: 0, policyLoss: 0, valueLoss: 0, entropy: 0, kl: 0, approxKl: 0, clipped: 0, gradNorm: 0, steps: 0 };
+  let epochsRun = 0;
+  let stoppedAtKl = false;
+  for (let e = 0; e < rl.epochs && !stoppedAtKl; e++) {
+    const order = episodes.map((_, i) => i);
+    for (let i = order.length - 1; i > 0; i--) {
+      const j = Math.floor(rng.next() * (i + 1));
+      [order[i], order[j]] = [order[j]!, order[i]!];
+    }
+    for (let m = 0; m < order.length; m += rl.minibatch) {
+      const mb = order.slice(m, m + rl.minibatch).map((i) => episodes[i]!);
+      const out = await policy.rlStep(episodeBatches(mb, policy, tok.padId), loss);
+      const s = out.sums;
+      for (const k of ['tokens', 'policyLoss', 'valueLoss', 'entropy', 'kl', 'approxKl', 'clipped'] as const) acc[k] += s[k];
+      acc.gradNorm += out.gradNorm;
+      acc.steps++;
+      if (rl.targetKl > 0 && s.approxKl / s.tokens > 1.5 * rl.targetKl) {
+        stoppedAtKl = true;
+        break;
+      }
+    }
+    epochsRun++;
+  }
+  const t3 = performance.now();
+
+  // 5. metrics
+  const meanKl = klPerSeq.reduce((a, b) => a + b, 0) / Math.max(1, klPerSeq.length);
+  const coefUsed = kl.coef;
+  kl.update(meanKl, scored.length);
+  const firstTurn = scored.filter((s) => s.turn === 1);
+  const repairs = scored.filter((s) => s.turn === 2);
+  const scores = meanStd(firstTurn.map((s) => s.score));
+  const metrics: Metrics = {
+    iteration: it,
+    'env/reward_mean': scores.mean,
+    'env/reward_std': scores.std,
+    'env/pass_rate': firstTurn.filter((s) => s.record.passed).length / Math.max(1, firstTurn.length),
+    'env/ast_valid_rate': firstTurn.filter((s) => s.record.ast?.valid).length / Math.max(1, firstTurn.length),
+  };
+  const names = [...new Set(firstTurn.flatMap((s) => s.components.map((c) => c.name)))];
+  for (const name of names) {
+    const vals = firstTurn.map((s) => s.components.find((c) => c.name === name)?.contribution ?? 0);
+    const ms = meanStd(vals);
+    metrics[`reward/${name}_mean`] = ms.mean;
+    metrics[`reward/${name}_std`] = ms.std;
+  }
+  if (ctx.explore) Object.assign(metrics, ctx.explore.metrics());
+  if (cfg.explore.syntax) metrics['explore/syntax_rejections_per_rollout'] = scored.reduce((a, s) => a + s.sample.syntaxRejections, 0) / Math.max(1, scored.length);
+  if (cfg.explore.repair) {
+    metrics['repair/attempts'] = repairs.length;
+    metrics['repair/success_rate'] = repairs.length ? repairs.filter((s) => s.record.passed).length / repairs.length : 0;
+  }
+  const allValues = episodes.flatMap((e) => Array.from(e.values));
+  const allReturns = episodes.flatMap((e) => Array.from(e.returns));
+  const actions = episodes.reduce((a, e) => a + actionCount(e.seq), 0);
+  Object.assign(metrics, {
+    'objective/kl': meanKl,
+    'objective/kl_coef': coefUsed,
+    'policy/approxkl': acc.approxKl / acc.tokens,
+    'policy/clipfrac': acc.clipped / acc.tokens,
+    'policy/entropy': acc.entropy / acc.tokens,
+    'loss/policy': acc.policyLoss / acc.tokens,
+    'loss/value': acc.valueLoss / acc.tokens,
+    'loss/kl': acc.kl / acc.tokens,
+    'grad/norm_mean': acc.gradNorm / Math.max(1, acc.steps),
+    'val/explained_variance': grpo ? NaN : explainedVariance(allValues, allReturns),
+    'tokens/responses_len_mean': actions / Math.max(1, episodes.length),
+    'ppo/epochs_run': epochsRun,
+    'ppo/early_stopped': stoppedAtKl ? 1 : 0,
+    'time/rollout_s': (t1 - t0) / 1000,
+    'time/scoring_s': (t2 - t1 - repairTime) / 1000,
+    'time/repair_s': repairTime / 1000,
+    'time/update_s': (t3 - t2) / 1000,
+    'time/iteration_s': (t3 - t0) / 1000,
+    'tokens/per_s': actions / ((t1 - t0 + repairTime) / 1000),
+  });
+
+  const rollouts: RolloutRecord[] = scored.map((s, i) => ({
+    iteration: it,
+    task_id: s.sample.task.task_id,
+    group: s.sample.group,
+    turn: s.turn,
+    prompt: s.sample.task.prompt,
+    completion: s.sample.completion,
+    ids: s.sample.tokens,
+    tokens: s.sample.tokens.map((id) => tok.decode([id])),
+    logprobs: Array.from(episodes[i]!.oldLogp),
+    ref_logprobs: Array.from(episodes[i]!.refLogp),
+    values: Array.from(episodes[i]!.values),
+    advantages: Array.from(episodes[i]!.advantages),
+    returns: Array.from(episodes[i]!.returns),
+    raw_advantages: Array.from(rawAdvantages[i]!),
+    score: s.score,
+    reward: { total: s.score, components: s.components },
+    passed: s.record.passed,
+    verdict: s.record.verdict,
+    tests_passed: s.record.tests_passed,
+    tests_total: s.record.tests_total,
+    tests: s.record.tests,
+    ...(s.record.message !== undefined ? { message: s.record.message } : {}),
+    ...(s.record.ast ? { ast_valid: s.record.ast.valid } : {}),
+    finish: s.sample.finish,
+  }));
+  return { metrics, rollouts };
+}

@@ -1,0 +1,164 @@
+/**
+ * Stage 2, the reward model: a copy of the SFT model whose scalar head, read at the last
+ * position of prompt + completion, is trained on samples of the SFT policy labelled by
+ * execution (the test-based part of the reward).
+ *
+ * - `bt`: pairwise Bradley-Terry, loss -log sigmoid(r_preferred - r_other) over pairs of
+ *   samples of the same task with different labels;
+ * - `regression`: 0.5 (r - label)^2.
+ * Tasks are split so that held-out pairwise accuracy measures generalisation to tasks the
+ * model never saw labelled.
+ *
+ * Both objectives train through the backends' policy-gradient step with only the value loss on
+ * (vfCoef 1, advantages 0, entropy 0): regression sets the value target to the label; for
+ * Bradley-Terry the step's value gradient (r - target) / N is made equal to the pairwise
+ * gradient by setting target = r - N dL/dr, with r from a forward pass of the same parameters
+ * just before (exact: the step's forward recomputes the same r). No extra kernel is needed.
+ */
+import type { PolicyBackend } from '../model/backend';
+import type { RlBatch, RlLossConfig } from '../model/rl-loss';
+import { Rng } from '../util/random';
+import type { RewardModelConfig } from './config';
+import { actionCount, scoreActions } from './episodes';
+import { completionBatch, type Sequence } from './data';
+import { hashString } from './tasks/families';
+
+export interface LabelledSample {
+  task_id: string;
+  seq: Sequence;
+  /** execution label: higher is better */
+  label: number;
+}
+
+export interface Pair {
+  better: number;
+  worse: number;
+}
+
+export interface RmPoint {
+  step: number;
+  loss: number;
+}
+
+export interface RmResult {
+  params: Float32Array;
+  /** pairwise accuracy on held-out tasks' pairs (NaN when there are none) */
+  heldoutAccuracy: number;
+  trainAccuracy: number;
+  heldoutPairs: number;
+  trainPairs: number;
+  /** mean and std of the scores of the training samples: the PPO reward standardises with them */
+  scoreMean: number;
+  scoreStd: number;
+  history: RmPoint[];
+}
+
+/** Every pair of samples of one task whose labels differ, the better first. */
+export function makePairs(samples: readonly LabelledSample[]): Pair[] {
+  const byTask = new Map<string, number[]>();
+  samples.forEach((s, i) => byTask.set(s.task_id, [...(byTask.get(s.task_id) ?? []), i]));
+  const pairs: Pair[] = [];
+  for (const idx of byTask.values()) {
+    for (let x = 0; x < idx.length; x++) {
+      for (let y = x + 1; y < idx.length; y++) {
+        const a = samples[idx[x]!]!;
+        const b = samples[idx[y]!]!;
+        if (a.label > b.label) pairs.push({ better: idx[x]!, worse: idx[y]! });
+        else if (b.label > a.label) pairs.push({ better: idx[y]!, worse: idx[x]! });
+      }
+    }
+  }
+  return pairs;
+}
+
+/** The reward model's score of each sequence: the value head at its last row. */
+export async function rmScores(rm: PolicyBackend, seqs: readonly Sequence[], padId: number): Promise<number[]> {
+  const { values } = await scoreActions(rm, seqs, padId, 1);
+  return values.map((v) => v[v.length - 1]!);
+}
+
+function pairAccuracy(pairs: readonly Pair[], scores: readonly number[]): number {
+  if (!pairs.length) return NaN;
+  return pairs.filter((p) => scores[p.better]! > scores[p.worse]!).length / pairs.length;
+}
+
+const VALUE_ONLY: RlLossConfig = { clip: 0.2, vclip: 0, vfCoef: 1, entCoef: 0, klCoef: 0, invTemp: 1 };
+
+/** An RlBatch whose only loss is the value at each sequence's last row, pulled toward `targets`. */
+function valueBatch(seqs: readonly Sequence[], targets: readonly number[], padId: number, maxT: number): RlBatch {
+  const base = completionBatch(seqs, padId, maxT);
+  const { B, T } = base;
+  const mask = new Float32Array(B * T);
+  const returns = new Float32Array(B * T);
+  seqs.forEach((s, i) => {
+    const row = i * T + s.promptLength + actionCount(s) - 2;
+    mask[row] = 1;
+    returns[row] = targets[i]!;
+  });
+  const z = () => new Float32Array(B * T);
+  return { ...base, mask, returns, oldLogp: z(), oldValues: z(), advantages: z(), refLogp: z() };
+}
+
+export interface RmHooks {
+  onPoint?: (p: RmPoint) => void | Promise<void>;
+}
+
+export async function trainRewardModel(rm: PolicyBackend, samples: readonly LabelledSample[], cfg: RewardModelConfig, seed: number, padId: number, hooks: RmHooks = {}): Promise<RmResult> {
+  const maxT = rm.config.contextLength;
+  const heldTask = (id: string) => (hashString(`${seed}/rm/${id}`) % 1000) / 1000 < cfg.heldoutShare;
+  const trainIdx = samples.map((_, i) => i).filter((i) => !heldTask(samples[i]!.task_id));
+  const allPairs = makePairs(samples);
+  const trainPairs = allPairs.filter((p) => !heldTask(samples[p.better]!.task_id));
+  const heldPairs = allPairs.filter((p) => heldTask(samples[p.better]!.task_id));
+  if (cfg.objective === 'bt' && !trainPairs.length) {
+    throw new Error('reward model: no training pairs (every task\'s samples got the same label); raise rm.samplesPerTask or train SFT less');
+  }
+  const rng = new Rng(seed);
+  const pick = <T>(xs: readonly T[], n: number): T[] => Array.from({ length: Math.min(n, xs.length) }, () => xs[Math.floor(rng.next() * xs.length)]!);
+  const history: RmPoint[] = [];
+  for (let step = 1; step <= cfg.steps; step++) {
+    let seqs: Sequence[];
+    let targets: number[];
+    let loss = 0;
+    if (cfg.objective === 'bt') {
+      const pairs = pick(trainPairs, cfg.batch);
+      seqs = pairs.flatMap((p) => [samples[p.better]!.seq, samples[p.worse]!.seq]);
+      const r = await rmScores(rm, seqs, padId);
+      const N = seqs.length;
+      const P = pairs.length;
+      targets = new Array<number>(N);
+      for (let k = 0; k < P; k++) {
+        const d = r[2 * k]! - r[2 * k + 1]!;
+        const sig = 1 / (1 + Math.exp(-d));
+        loss += Math.log1p(Math.exp(-Math.abs(d))) + Math.max(0, -d); // -log sigmoid(d), stable
+        const g = -(1 - sig) / P; // dL / dr_better; dL / dr_worse = -g
+        targets[2 * k] = r[2 * k]! - N * g;
+        targets[2 * k + 1] = r[2 * k + 1]! + N * g;
+      }
+      loss /= P;
+    } else {
+      const idx = pick(trainIdx, cfg.batch);
+      seqs = idx.map((i) => samples[i]!.seq);
+      targets = idx.map((i) => samples[i]!.label);
+    }
+    const out = await rm.rlStep([valueBatch(seqs, targets, padId, maxT)], VALUE_ONLY);
+    if (cfg.objective === 'regression') loss = out.sums.valueLoss / out.sums.tokens;
+    const point = { step, loss };
+    history.push(point);
+    await hooks.onPoint?.(point);
+  }
+  const scores = await rmScores(rm, samples.map((s) => s.seq), padId);
+  const trainScores = trainIdx.map((i) => scores[i]!);
+  const mean = trainScores.reduce((a, b) => a + b, 0) / Math.max(1, trainScores.length);
+  const std = Math.sqrt(trainScores.reduce((a, b) => a + (b - mean) ** 2, 0) / Math.max(1, trainScores.length));
+  return {
+    params: await rm.getParams(),
+    heldoutAccuracy: pairAccuracy(heldPairs, scores),
+    trainAccuracy: pairAccuracy(trainPairs, scores),
+    heldoutPairs: heldPairs.length,
+    trainPairs: trainPairs.length,
+    scoreMean: mean,
+    scoreStd: std,
+    history,
+  };
+}

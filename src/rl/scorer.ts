@@ -1,0 +1,46 @@
+/**
+ * Scores rollouts the way `coderl score` does: the sandbox pool runs the tests, the cached
+ * analyzer lints and parses, and the reward config turns both into a breakdown.
+ */
+import type { Analyzer } from '../analysis';
+import { annotateRecords } from '../reward/annotate';
+import type { RewardConfig } from '../reward/reward';
+import type { SandboxPool } from '../sandbox/pool';
+import { passAtK, scoreCompletions, type ScoreRecord } from '../sandbox/score';
+import type { Task } from '../tasks/types';
+
+export interface Scorer {
+  pool: SandboxPool;
+  analyzer: Analyzer;
+}
+
+/**
+ * One record per item, in order, with `reward` set. Each item is scored with its own task (a
+ * repair turn's task differs from the original only in its prompt, under the same id), so the
+ * items get private ids for the run and their task ids back afterwards.
+ */
+export async function scoreRollouts(s: Scorer, items: readonly { task: Task; completion: string }[], reward: RewardConfig): Promise<ScoreRecord[]> {
+  const tasks = items.map((i, k) => ({ ...i.task, task_id: `${k}` }));
+  const completions = items.map((i, k) => ({ task_id: `${k}`, completion: i.completion }));
+  const records = await scoreCompletions(s.pool, tasks, completions);
+  annotateRecords(records, tasks, completions, s.analyzer, reward);
+  records.forEach((r, k) => (r.task_id = items[k]!.task.task_id));
+  return records;
+}
+
+/** Unbiased pass@k averaged over tasks, for each k (tasks with fewer than k samples are skipped for that k). */
+export function passAtKs(records: readonly Pick<ScoreRecord, 'task_id' | 'passed'>[], ks: readonly number[]): Record<string, number> {
+  const by = new Map<string, { n: number; c: number }>();
+  for (const r of records) {
+    const t = by.get(r.task_id) ?? { n: 0, c: 0 };
+    t.n++;
+    if (r.passed) t.c++;
+    by.set(r.task_id, t);
+  }
+  const out: Record<string, number> = {};
+  for (const k of ks) {
+    const vals = [...by.values()].filter((t) => t.n >= k).map((t) => passAtK(t.n, t.c, k));
+    out[`pass@${k}`] = vals.length ? vals.reduce((a, b) => a + b, 0) / vals.length : NaN;
+  }
+  return out;
+}

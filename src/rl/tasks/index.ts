@@ -1,0 +1,105 @@
+/**
+ * The built-in task set: every concept in every family, split into train (with reference
+ * solutions, for SFT), val (train-like, for SFT's early stopping), rl (tests only, for the
+ * reward model's samples and PPO) and heldout (tests only, for evaluation).
+ *
+ * Splits are drawn per template over its constants, seeded: each template has constants in
+ * train, rl and heldout, and a concept (template, constant) lands in one split for all three
+ * families, so the held-out functions are disjoint by construction from everything the policy
+ * trains on, while every kind of function is taught.
+ */
+import type { Task } from '../../tasks/types';
+import { Rng } from '../../util/random';
+import { allConcepts, TEMPLATES, type Concept } from './concepts';
+import { FAMILIES, makeTask, type Family, type GeneratedTask, type Split } from './families';
+
+export { FAMILIES, FAMILY_DOC, type Family, type GeneratedTask, type Split, type TaskMeta } from './families';
+export { TEMPLATES, allConcepts, type Concept, type Template } from './concepts';
+
+export interface TaskSetOptions {
+  seed: number;
+  /** families to include (default all) */
+  families?: readonly Family[];
+  /** share of each template's constants held out for evaluation (at least one) */
+  heldoutShare?: number;
+  /** share for RL (at least one) */
+  rlShare?: number;
+  /** share of train tasks set aside for SFT validation */
+  valShare?: number;
+}
+
+export interface TaskSet {
+  seed: number;
+  train: GeneratedTask[];
+  val: GeneratedTask[];
+  rl: GeneratedTask[];
+  heldout: GeneratedTask[];
+}
+
+function shuffle<T>(xs: T[], rng: Rng): T[] {
+  for (let i = xs.length - 1; i > 0; i--) {
+    const j = Math.floor(rng.next() * (i + 1));
+    [xs[i], xs[j]] = [xs[j]!, xs[i]!];
+  }
+  return xs;
+}
+
+/** concept key -> split (train or rl or heldout), seeded and stratified by template. */
+export function splitConcepts(seed: number, heldoutShare = 0.25, rlShare = 0.25): Map<string, Exclude<Split, 'val'>> {
+  if (!(heldoutShare > 0 && rlShare > 0 && heldoutShare + rlShare < 1)) {
+    throw new Error(`task split: heldoutShare (${heldoutShare}) and rlShare (${rlShare}) must be > 0 and sum to < 1`);
+  }
+  const rng = new Rng(seed);
+  const out = new Map<string, Exclude<Split, 'val'>>();
+  const byTemplate = new Map<string, Concept[]>();
+  for (const c of allConcepts()) byTemplate.set(c.template.id, [...(byTemplate.get(c.template.id) ?? []), c]);
+  for (const t of TEMPLATES) {
+    const cs = shuffle([...byTemplate.get(t.id)!], rng);
+    const nHeld = Math.max(1, Math.round(cs.length * heldoutShare));
+    const nRl = Math.max(1, Math.round(cs.length * rlShare));
+    if (nHeld + nRl >= cs.length) throw new Error(`task split: template ${t.id} has too few constants (${cs.length}) for three splits`);
+    cs.forEach((c, i) => out.set(c.key, i < nHeld ? 'heldout' : i < nHeld + nRl ? 'rl' : 'train'));
+  }
+  return out;
+}
+
+export function buildTaskSet(opts: TaskSetOptions): TaskSet {
+  const { seed } = opts;
+  if (!Number.isInteger(seed)) throw new Error(`task set: seed must be an integer, got ${seed}`);
+  const families = opts.families ?? FAMILIES;
+  for (const f of families) if (!FAMILIES.includes(f)) throw new Error(`task set: unknown family "${f}" (families: ${FAMILIES.join(', ')})`);
+  const splits = splitConcepts(seed, opts.heldoutShare, opts.rlShare);
+  const set: TaskSet = { seed, train: [], val: [], rl: [], heldout: [] };
+  for (const concept of allConcepts()) {
+    const split = splits.get(concept.key)!;
+    for (const f of families) set[split].push(makeTask(f, concept, split, seed));
+  }
+  const valShare = opts.valShare ?? 0.1;
+  if (!(valShare >= 0 && valShare < 1)) throw new Error(`task set: valShare must be in [0, 1), got ${valShare}`);
+  const rng = new Rng(seed ^ 0x5eed);
+  shuffle(set.train, rng);
+  const nVal = Math.round(set.train.length * valShare);
+  set.val = set.train.splice(0, nVal).map((t) => ({ ...t, meta: { ...t.meta, split: 'val' } }));
+  const byId = (a: Task, b: Task) => (a.task_id < b.task_id ? -1 : a.task_id > b.task_id ? 1 : 0);
+  for (const k of ['train', 'val', 'rl', 'heldout'] as const) set[k].sort(byId);
+  return set;
+}
+
+/**
+ * A split as suite tasks (src/tasks format): train and val carry `canonical_solution`; rl and
+ * heldout carry tests only, as the issue's data contract says.
+ */
+export function toSuite(tasks: readonly GeneratedTask[]): Task[] {
+  return tasks.map((t) => {
+    const { reference, ...task } = t;
+    const withSolution = t.meta.split === 'train' || t.meta.split === 'val';
+    return withSolution ? { ...task, canonical_solution: reference } : task;
+  });
+}
+
+/** JSONL text of a split, one task a line. */
+export function suiteJsonl(tasks: readonly GeneratedTask[]): string {
+  return toSuite(tasks)
+    .map((t) => JSON.stringify(t))
+    .join('\n') + '\n';
+}

@@ -1,0 +1,85 @@
+/** The built-in task families: splits, determinism, and every reference really passing its tests in the sandbox. */
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import type { SandboxPool } from '../../sandbox/pool';
+import { createNodePool } from '../../sandbox/pool.node';
+import { scoreCompletions } from '../../sandbox/score';
+import { parseSuite } from '../../tasks/suite';
+import { buildTaskSet, suiteJsonl, toSuite, type GeneratedTask } from './index';
+import { allConcepts, TEMPLATES } from './concepts';
+import { FAMILIES } from './families';
+
+let pool: SandboxPool;
+beforeAll(async () => {
+  pool = await createNodePool({ size: 2 });
+}, 60_000);
+afterAll(() => pool?.close());
+
+const set = buildTaskSet({ seed: 1 });
+const all = (): GeneratedTask[] => [...set.train, ...set.val, ...set.rl, ...set.heldout];
+
+describe('task set', () => {
+  test('covers every concept in every family, each exactly once', () => {
+    expect(all()).toHaveLength(allConcepts().length * FAMILIES.length);
+    expect(new Set(all().map((t) => t.task_id)).size).toBe(all().length);
+    for (const f of FAMILIES) expect(set.heldout.some((t) => t.meta.family === f)).toBe(true);
+  });
+
+  test('held-out and RL concepts are disjoint from train and val and from each other', () => {
+    const concepts = (ts: GeneratedTask[]) => new Set(ts.map((t) => t.meta.concept));
+    const train = concepts([...set.train, ...set.val]);
+    const rl = concepts(set.rl);
+    const held = concepts(set.heldout);
+    for (const c of held) expect(train.has(c) || rl.has(c)).toBe(false);
+    for (const c of rl) expect(train.has(c)).toBe(false);
+    // every template is taught in train and appears in held-out
+    for (const t of TEMPLATES) {
+      expect([...train].some((c) => c.startsWith(`${t.id}/`))).toBe(true);
+      expect([...held].some((c) => c.startsWith(`${t.id}/`))).toBe(true);
+    }
+  });
+
+  test('is deterministic in the seed, and another seed splits differently', () => {
+    expect(suiteJsonl(buildTaskSet({ seed: 1 }).heldout)).toBe(suiteJsonl(set.heldout));
+    const other = buildTaskSet({ seed: 2 });
+    expect(other.heldout.map((t) => t.task_id)).not.toEqual(set.heldout.map((t) => t.task_id));
+  });
+
+  test('exports as a suite: solutions only for train and val; parses back', () => {
+    for (const t of toSuite(set.train)) expect(t.canonical_solution).toBeTypeOf('string');
+    for (const t of toSuite(set.rl)) expect(t).not.toHaveProperty('canonical_solution');
+    for (const t of toSuite(set.heldout)) expect(t).not.toHaveProperty('reference');
+    const parsed = parseSuite(suiteJsonl(set.heldout), 'heldout.jsonl');
+    expect(parsed.issues).toEqual([]);
+    expect(parsed.items).toHaveLength(set.heldout.length);
+  });
+
+  test('rejects bad options with a clear error', () => {
+    expect(() => buildTaskSet({ seed: 1.5 })).toThrow(/seed must be an integer/);
+    expect(() => buildTaskSet({ seed: 1, families: ['nope' as never] })).toThrow(/unknown family "nope"/);
+    expect(() => buildTaskSet({ seed: 1, heldoutShare: 0.6, rlShare: 0.5 })).toThrow(/sum to < 1/);
+  });
+
+  test('prompts and solutions are short enough for the tiny preset', () => {
+    for (const t of all()) expect((t.prompt + t.reference).length).toBeLessThan(200);
+  });
+});
+
+describe('task set in the sandbox', () => {
+  test('every reference passes all its tests; a body that returns nothing passes none; each repair task\'s bug fails', async () => {
+    const tasks = all();
+    const completions = tasks.flatMap((t) => [
+      { task_id: t.task_id, completion: t.reference },
+      { task_id: t.task_id, completion: '  return undefined;\n}\n' },
+    ]);
+    const records = await scoreCompletions(pool, tasks, completions);
+    const failedRefs = records.filter((r, i) => i % 2 === 0 && !r.passed).map((r) => `${r.task_id}: ${r.verdict} ${r.message ?? ''} ${JSON.stringify(r.tests.find((x) => x.status !== 'passed'))}`);
+    expect(failedRefs).toEqual([]);
+    for (const [i, r] of records.entries()) {
+      if (i % 2 === 1) expect(r.tests_passed, r.task_id).toBe(0);
+      else expect(r.tests_total).toBeGreaterThanOrEqual(5);
+    }
+    const repairs = tasks.filter((t) => t.meta.family === 'repair');
+    const bugRecords = await scoreCompletions(pool, repairs, repairs.map((t) => ({ task_id: t.task_id, completion: `  ${String(t.meta.bug)}\n}\n` })));
+    expect(bugRecords.filter((r) => r.passed).map((r) => r.task_id)).toEqual([]);
+  }, 240_000);
+});
