@@ -43,6 +43,23 @@ describe('HumanEval Python', () => {
     expect(r.verdict).toBe('error');
   });
 
+  test('idioms that look at frames without needing them still pass: logging, dataclasses, caught exceptions', async () => {
+    const t = suite.find((x) => x.task_id === 'HumanEval/2')!;
+    const body = [
+      '    import logging, dataclasses, collections',
+      '    logging.getLogger("t").warning("truncating %s", number)',
+      '    P = dataclasses.make_dataclass("P", [("x", float)])',
+      '    Q = collections.namedtuple("Q", "x")',
+      '    try:',
+      '        raise ValueError(number)',
+      '    except ValueError as e:',
+      '        return Q(P(e.args[0] % 1.0).x).x',
+      '',
+    ].join('\n');
+    const r = await run(t, body);
+    expect(r.verdict, r.message).toBe('passed');
+  });
+
   test('an empty body passes nothing; output is captured', async () => {
     const t = suite.find((x) => x.task_id === 'HumanEval/2')!;
     const r = await run(t, '    print("hello", number)\n');
@@ -72,6 +89,25 @@ describe('adversarial Python programs', () => {
     expect(msg('while True')).toMatch(/interrupted/);
     expect(msg('swallow the interrupt')).toMatch(/worker terminated/);
     expect(pool.stats.replaced).toBe(1);
+  });
+
+  test('walking the interpreter is refused and named; a refusal the program catches still counts', () => {
+    const msg = (name: string): string => attacks[PY_ATTACKS.findIndex((a) => a.name === name)]!.message ?? '';
+    for (const [name, what] of [
+      ['gc.get_objects walk', 'gc.get_objects'],
+      ['gc.get_referrers on the entry point', 'gc.get_referrers'],
+      ['sys._getframe f_back walk', 'sys._getframe'],
+      ['sys._current_frames', 'sys._current_frames'],
+      ['traceback tb_frame walk', 'reading tb_frame'],
+      ['generator gi_frame walk', 'reading gi_frame'],
+      ['coroutine cr_frame walk', 'reading cr_frame'],
+      ['sys.settrace rewrites locals', 'sys.settrace'],
+      ['own audit hook spies on the harness', 'sys.addaudithook'],
+      ['eval as __str__ in a harness frame', 'exec/eval in a harness frame'],
+      ['ctypes PyEval_GetFrame', 'import ctypes'],
+    ] as const) expect(msg(name), name).toBe(`the program tried to inspect the interpreter: ${what} is not allowed in the sandbox`);
+    expect(msg('signal handler frame')).toMatch(/has no attribute 'signal'/);
+    expect(msg('sys.modules swap')).toMatch(/replaced the module math in sys\.modules/);
   });
 
   test('honest programs after them, on the replacement worker, pass (JavaScript too, in the same worker)', () => {

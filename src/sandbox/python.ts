@@ -15,7 +15,8 @@
  * (Pyodide's interrupt buffer), Python raises KeyboardInterrupt and the harness ends the run as
  * a timeout; a program that swallows it is killed at the hard timeout and a new worker loads a
  * new interpreter. Memory: MemoryError is the
- * `memory` verdict; a worker whose WebAssembly heap has grown past 1 GiB is replaced after the run.
+ * `memory` verdict; a worker whose WebAssembly heap has grown past 1 GiB is replaced after the run,
+ * and so is one whose interpreter the harness could not restore to its state before the run.
  * A crash of the interpreter (os._exit, a fatal error) marks the runner dead: error verdict, and
  * the worker is replaced.
  */
@@ -95,6 +96,8 @@ interface HarnessOut {
   testsFinished: boolean;
   error?: { message: string; where?: { file: string; line: number } | null };
   stop?: Observed['stop'];
+  /** the interpreter could not be restored to its state before the run */
+  recycle?: boolean;
 }
 
 function mapWhere(where: { file: string; line: number } | null | undefined, promptNewlines: number): SourceLocation | undefined {
@@ -177,7 +180,8 @@ export class PythonRunner {
     }
     const o = this.observed(raw, promptNewlines);
     if (this.outputExceeded) o.stop ??= { verdict: 'output-limit', message: `the program printed more than ${limits.outputChars} characters` };
-    return { result: assemble(task.task_id, o, this.output, performance.now() - t0), recycle: this.heapBytes() > HEAP_RECYCLE_BYTES };
+    const recycle = raw.recycle === true || this.heapBytes() > HEAP_RECYCLE_BYTES;
+    return { result: assemble(task.task_id, o, this.output, performance.now() - t0), recycle };
   }
 
   private heapBytes(): number {
