@@ -28,7 +28,7 @@ import { encodeExample } from './data';
 import { evaluate, type EvalResult } from './evaluate';
 import { KlController } from './ppo';
 import { ppoIteration, type Metrics } from './ppo-loop';
-import { trainRewardModel, type LabelledSample, type RmResult } from './reward-model';
+import { NoPairsError, trainRewardModel, type LabelledSample, type RmResult } from './reward-model';
 import { sampleTasks } from './sample';
 import type { ExploreHook } from './explore-hook';
 import { scoreRollouts, type Scorer } from './scorer';
@@ -73,7 +73,8 @@ export interface Summary {
   seed: number;
   backend: BackendKind;
   sft: StageEval & { steps: number; best_step: number; best_val_loss: number };
-  rm: { heldout_pairwise_accuracy: number; train_pairwise_accuracy: number; heldout_pairs: number } | null;
+  /** null when disabled; `skipped` says why when it could not be trained */
+  rm: { heldout_pairwise_accuracy: number; train_pairwise_accuracy: number; heldout_pairs: number } | { skipped: string } | null;
   rl: StageEval & { iterations: number; algo: string };
   minutes: number;
   explore: RlConfig['explore'];
@@ -82,7 +83,7 @@ export interface Summary {
 /** Tasks of the train split the train pass@1 is measured on (a fixed seeded subset keeps evaluation cheap). */
 export const TRAIN_EVAL_TASKS = 48;
 
-type RmJson = Omit<RmResult, 'params'>;
+type RmJson = Omit<RmResult, 'params'> | { skipped: string };
 
 interface State {
   elapsedMs: number;
@@ -178,7 +179,9 @@ export async function runPipeline(o: PipelineOptions): Promise<Summary> {
   let rmJson = cfg.rm.enabled ? await readJson<RmJson>(store, 'rm.json') : null;
   let rmParams: Float32Array | null = null;
   if (cfg.rm.enabled) {
-    if (rmJson && (await store.read('rm.ckpt'))) {
+    if (rmJson && 'skipped' in rmJson) {
+      // trained before and found nothing to rank: PPO runs without the reward model
+    } else if (rmJson && (await store.read('rm.ckpt'))) {
       rmParams = loadModel((await store.read('rm.ckpt'))!, model).params;
     } else {
       emit('rm-samples', 0, 'sampling the SFT policy for the reward model');
@@ -211,6 +214,11 @@ export async function runPipeline(o: PipelineOptions): Promise<Summary> {
         await store.write('rm.ckpt', await snapshot(rm, false, { stage: 'rm' }));
         await writeJson(store, 'rm.json', rmJson);
         await metric('rm-eval', { 'rm/heldout_pairwise_accuracy': r.heldoutAccuracy, 'rm/train_pairwise_accuracy': r.trainAccuracy, 'rm/heldout_pairs': r.heldoutPairs });
+      } catch (e) {
+        if (!(e instanceof NoPairsError)) throw e;
+        rmJson = { skipped: e.message };
+        await writeJson(store, 'rm.json', rmJson);
+        emit('rm', 1, `${e.message}; PPO runs without the reward model`);
       } finally {
         rm.dispose();
       }
@@ -239,7 +247,7 @@ export async function runPipeline(o: PipelineOptions): Promise<Summary> {
     const kl = new KlController(ppoState.klCoef, cfg.rl.kl.adaptive, cfg.rl.kl.target, cfg.rl.kl.horizon);
     const ctx = {
       policy, ref, tok, scorer: o.scorer, cfg, seed, tasks: set.rl, explore,
-      rm: rmBackend && rmJson ? { backend: rmBackend, mean: rmJson.scoreMean, std: rmJson.scoreStd, weight: cfg.rm.weight } : null,
+      rm: rmBackend && rmJson && !('skipped' in rmJson) ? { backend: rmBackend, mean: rmJson.scoreMean, std: rmJson.scoreStd, weight: cfg.rm.weight } : null,
     };
     for (let it = ppoState.iteration; it < cfg.rl.iterations; it++) {
       if (o.shouldStop?.()) break;
@@ -272,7 +280,7 @@ export async function runPipeline(o: PipelineOptions): Promise<Summary> {
     seed,
     backend: o.backend,
     sft: sftJson!,
-    rm: rmJson ? { heldout_pairwise_accuracy: rmJson.heldoutAccuracy, train_pairwise_accuracy: rmJson.trainAccuracy, heldout_pairs: rmJson.heldoutPairs } : null,
+    rm: !rmJson ? null : 'skipped' in rmJson ? { skipped: rmJson.skipped } : { heldout_pairwise_accuracy: rmJson.heldoutAccuracy, train_pairwise_accuracy: rmJson.trainAccuracy, heldout_pairs: rmJson.heldoutPairs },
     rl: { ...finalEval, iterations: cfg.rl.iterations, algo: cfg.rl.algo },
     minutes: elapsed() / 60000,
     explore: cfg.explore,

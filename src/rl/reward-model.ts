@@ -99,6 +99,14 @@ function valueBatch(seqs: readonly Sequence[], targets: readonly number[], padId
   return { ...base, mask, returns, oldLogp: z(), oldValues: z(), advantages: z(), refLogp: z() };
 }
 
+/** Every task's samples got the same label: there is nothing to rank (the pipeline then runs without a reward model). */
+export class NoPairsError extends Error {
+  override readonly name = 'NoPairsError';
+  constructor(samples: number) {
+    super(`reward model: no training pairs among ${samples} samples (every task's samples got the same label); raise rm.samplesPerTask, or train SFT longer so that some samples pass`);
+  }
+}
+
 export interface RmHooks {
   onPoint?: (p: RmPoint) => void | Promise<void>;
 }
@@ -110,9 +118,7 @@ export async function trainRewardModel(rm: PolicyBackend, samples: readonly Labe
   const allPairs = makePairs(samples);
   const trainPairs = allPairs.filter((p) => !heldTask(samples[p.better]!.task_id));
   const heldPairs = allPairs.filter((p) => heldTask(samples[p.better]!.task_id));
-  if (cfg.objective === 'bt' && !trainPairs.length) {
-    throw new Error('reward model: no training pairs (every task\'s samples got the same label); raise rm.samplesPerTask or train SFT less');
-  }
+  if (cfg.objective === 'bt' && !trainPairs.length) throw new NoPairsError(samples.length);
   const rng = new Rng(seed);
   const pick = <T>(xs: readonly T[], n: number): T[] => Array.from({ length: Math.min(n, xs.length) }, () => xs[Math.floor(rng.next() * xs.length)]!);
   const history: RmPoint[] = [];

@@ -27,9 +27,11 @@ export interface Template {
   bugs: (c: number) => string[];
 }
 
-const DIGITS = [1, 2, 3, 4, 5, 6, 7, 8, 9] as const;
-const FROM2 = [2, 3, 4, 5, 6, 7, 8, 9] as const;
+/** 1..19: many constants per template, so SFT cannot memorise template -> constant and must learn to copy it */
+const DIGITS = Array.from({ length: 19 }, (_, i) => i + 1);
+const FROM2 = DIGITS.slice(1);
 const SMALL = [1, 2, 3, 4] as const;
+/** array elements are 0..9 */
 const FROM1TO8 = [1, 2, 3, 4, 5, 6, 7, 8] as const;
 
 const num = (t: Omit<Template, 'arg' | 'run'> & { run: (c: number, x: number) => Value }): Template => ({ ...t, arg: 'number', run: t.run as Template['run'] });
@@ -51,14 +53,14 @@ export const TEMPLATES: readonly Template[] = [
   str({ id: 'head', constants: SMALL, spec: (c) => `the first ${c} characters of s`, body: (c) => `return s.slice(0, ${c});`, run: (c, s) => s.slice(0, c), bugs: (c) => [`return s.slice(${c});`, `return s.slice(0, ${c + 1});`, `return s.slice(1, ${c});`] }),
   str({ id: 'tail', constants: SMALL, spec: (c) => `s without its first ${c} characters`, body: (c) => `return s.slice(${c});`, run: (c, s) => s.slice(c), bugs: (c) => [`return s.slice(0, ${c});`, `return s.slice(${c + 1});`] }),
   str({ id: 'char', constants: [0, 1, 2, 3], spec: (c) => `the character of s at index ${c}`, body: (c) => `return s[${c}];`, run: (c, s) => s[c] ?? null, bugs: (c) => [`return s[${c + 1}];`, `return s.slice(${c});`] }),
-  str({ id: 'append', constants: DIGITS, spec: (c) => `s followed by the digit ${c}`, body: (c) => `return s + ${c};`, run: (c, s) => s + c, bugs: (c) => [`return ${c} + s;`, `return s + ${c + 1};`] }),
+  str({ id: 'append', constants: DIGITS, spec: (c) => `s followed by the number ${c}`, body: (c) => `return s + ${c};`, run: (c, s) => s + c, bugs: (c) => [`return ${c} + s;`, `return s + ${c + 1};`] }),
   arr({ id: 'mapmul', constants: FROM2, spec: (c) => `each element of a times ${c}`, body: (c) => `return a.map((v) => v * ${c});`, run: (c, a) => a.map((v) => v * c), bugs: (c) => [`return a.map((v) => v + ${c});`, `return a.filter((v) => v * ${c});`] }),
   arr({ id: 'mapadd', constants: DIGITS, spec: (c) => `each element of a plus ${c}`, body: (c) => `return a.map((v) => v + ${c});`, run: (c, a) => a.map((v) => v + c), bugs: (c) => [`return a.map((v) => v - ${c});`, `return a.map((v) => v * ${c});`] }),
   arr({ id: 'above', constants: FROM1TO8, spec: (c) => `the elements of a greater than ${c}`, body: (c) => `return a.filter((v) => v > ${c});`, run: (c, a) => a.filter((v) => v > c), bugs: (c) => [`return a.filter((v) => v < ${c});`, `return a.map((v) => v > ${c});`] }),
   arr({ id: 'count', constants: FROM1TO8, spec: (c) => `how many elements of a are greater than ${c}`, body: (c) => `return a.filter((v) => v > ${c}).length;`, run: (c, a) => a.filter((v) => v > c).length, bugs: (c) => [`return a.filter((v) => v < ${c}).length;`, `return a.filter((v) => v > ${c});`] }),
-  arr({ id: 'has', constants: DIGITS, spec: (c) => `whether a contains ${c}`, body: (c) => `return a.includes(${c});`, run: (c, a) => a.includes(c), bugs: (c) => [`return a.indexOf(${c});`, `return a.includes(${c + 1});`] }),
+  arr({ id: 'has', constants: [0, ...FROM1TO8, 9], spec: (c) => `whether a contains ${c}`, body: (c) => `return a.includes(${c});`, run: (c, a) => a.includes(c), bugs: (c) => [`return a.indexOf(${c});`, `return a.includes(${c + 1});`] }),
   arr({ id: 'take', constants: SMALL, spec: (c) => `the first ${c} elements of a`, body: (c) => `return a.slice(0, ${c});`, run: (c, a) => a.slice(0, c), bugs: (c) => [`return a.slice(${c});`, `return a.slice(0, ${c + 1});`] }),
-  arr({ id: 'index', constants: DIGITS, spec: (c) => `the position of ${c} in a`, body: (c) => `return a.indexOf(${c});`, run: (c, a) => a.indexOf(c), bugs: (c) => [`return a.includes(${c});`, `return a[${c}];`] }),
+  arr({ id: 'index', constants: [0, ...FROM1TO8, 9], spec: (c) => `the position of ${c} in a`, body: (c) => `return a.indexOf(${c});`, run: (c, a) => a.indexOf(c), bugs: (c) => [`return a.includes(${c});`, `return a[${c}];`] }),
 ];
 
 export const ARG_NAME: Record<ArgKind, string> = { number: 'x', string: 's', array: 'a' };

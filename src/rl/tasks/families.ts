@@ -57,7 +57,7 @@ function int(rng: Rng, lo: number, hi: number): number {
 }
 
 function drawInput(rng: Rng, kind: ArgKind, c: number, i: number): Value {
-  if (kind === 'number') return int(rng, 0, 12);
+  if (kind === 'number') return int(rng, 0, 24);
   if (kind === 'string') {
     const n = int(rng, 5, 7);
     let s = '';

@@ -1,0 +1,154 @@
+/**
+ * The staged pipeline end to end on a miniature config (real tasks, real sandbox, real
+ * analyzer, the float64 cpu backend): every stage runs, the run directory holds what the issue
+ * lists, a rerun resumes instead of redoing, a stopped run continues where it stopped, and the
+ * first PPO iteration gives the same numbers on webgpu as on cpu.
+ */
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { createAnalyzer, type Analyzer } from '../analysis';
+import { nodeWasmLoader } from '../analysis/wasm-node';
+import { createBackend } from '../model/backend';
+import { initParams } from '../model/init';
+import { DEFAULT_OPTIM } from '../model/optim';
+import { paramTable } from '../model/params';
+import type { SandboxPool } from '../sandbox/pool';
+import { createNodePool } from '../sandbox/pool.node';
+import { testRuntime } from '../testing/gpu';
+import { trainTokenizer } from '../tokenizer';
+import { resolveConfig, type RlConfig } from './config';
+import { KlController } from './ppo';
+import { ppoIteration, repairPrompt, type RolloutRecord } from './ppo-loop';
+import { runPipeline, StoppedError, type Summary } from './pipeline';
+import { MemoryStore, readJson } from './store';
+import { buildTaskSet } from './tasks';
+
+let pool: SandboxPool;
+let analyzer: Analyzer;
+beforeAll(async () => {
+  [pool, analyzer] = await Promise.all([createNodePool({ size: 2 }), createAnalyzer(nodeWasmLoader)]);
+}, 60_000);
+afterAll(() => pool?.close());
+
+/** A config small enough for a test: one family, a 1-layer model, a few steps of each stage. */
+function miniConfig(over: unknown = {}): RlConfig {
+  return resolveConfig('tiny', {
+    model: { nLayer: 1, dModel: 32, nHead: 2, contextLength: 96, vocabSize: 320 },
+    tasks: { families: ['spec'], heldoutShare: 0.1, rlShare: 0.1 },
+    sft: { maxSteps: 6, evalEvery: 3, batch: 8 },
+    rm: { samplesPerTask: 2, steps: 2, batch: 4 },
+    rl: { iterations: 2, promptsPerIteration: 3, samplesPerPrompt: 2, maxNewTokens: 12, minibatch: 4, epochs: 1, evalEvery: 1 },
+    eval: { samples: 1, k: [1], maxNewTokens: 12 },
+    ...(over as object),
+  });
+}
+
+function run(cfg: RlConfig, store: MemoryStore, shouldStop?: () => boolean): Promise<Summary> {
+  return runPipeline({
+    cfg,
+    seed: 3,
+    backend: 'cpu',
+    store,
+    scorer: { pool, analyzer },
+    makeBackend: (config, params, optim, optimizer) => createBackend('cpu', { config, params, optim, optimizer }),
+    shouldStop,
+  });
+}
+
+const text = (s: MemoryStore, name: string) => new TextDecoder().decode(s.files.get(name)!);
+const lines = (s: MemoryStore, name: string) => text(s, name).trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+
+describe('pipeline', () => {
+  test('runs every stage and writes the run directory; a rerun resumes without redoing', async () => {
+    const store = new MemoryStore();
+    const cfg = miniConfig({ rm: { objective: 'regression', steps: 2, batch: 4 } });
+    const summary = await run(cfg, store);
+    expect(summary).toMatchObject({ preset: 'tiny', seed: 3, backend: 'cpu', rl: { iterations: 2, algo: 'ppo' } });
+    for (const k of ['heldout_pass1', 'train_pass1'] as const) {
+      expect(summary.sft[k]).toBeGreaterThanOrEqual(0);
+      expect(summary.rl[k]).toBeLessThanOrEqual(1);
+    }
+    expect(summary.rm).toHaveProperty('heldout_pairs');
+    expect(summary.minutes).toBeGreaterThan(0);
+    for (const f of ['config.json', 'tokenizer.json', 'tasks/train.jsonl', 'tasks/heldout.jsonl', 'sft.ckpt', 'sft.json', 'rm.ckpt', 'policy.ckpt', 'summary.json', 'rollouts/iter-0001.jsonl', 'rollouts/iter-0002.jsonl']) {
+      expect(store.files.has(f), f).toBe(true);
+    }
+    const metrics = lines(store, 'metrics.jsonl');
+    const ppo = metrics.filter((m) => m.stage === 'ppo');
+    expect(ppo).toHaveLength(2);
+    for (const key of ['env/reward_mean', 'env/pass_rate', 'objective/kl', 'policy/approxkl', 'policy/clipfrac', 'policy/entropy', 'loss/policy', 'loss/value', 'val/explained_variance', 'tokens/responses_len_mean', 'time/rollout_s', 'time/scoring_s', 'time/update_s', 'tokens/per_s', 'reward/test_pass_mean', 'reward/reward_model_mean', 'eval/heldout_pass@1']) {
+      expect(ppo[0], key).toHaveProperty([key]);
+    }
+    expect(Array.isArray(ppo[1]!.alarms)).toBe(true);
+    const rollout = lines(store, 'rollouts/iter-0001.jsonl')[0] as unknown as RolloutRecord;
+    expect(rollout.tokens.length).toBe(rollout.logprobs.length);
+    expect(rollout.advantages.length).toBe(rollout.tokens.length);
+    expect(rollout.reward.components.map((c) => c.name)).toEqual(expect.arrayContaining(['test_pass', 'ast_valid', 'lint', 'reward_model']));
+    expect(rollout.reward.total).toBeCloseTo(rollout.reward.components.reduce((a, c) => a + c.contribution, 0), 9);
+
+    // rerun: nothing is redone
+    const before = text(store, 'metrics.jsonl');
+    const again = await run(cfg, store);
+    expect(again.sft).toEqual(summary.sft);
+    expect(text(store, 'metrics.jsonl').startsWith(before)).toBe(true);
+    expect(lines(store, 'metrics.jsonl').filter((m) => m.stage === 'sft' || m.stage === 'ppo')).toHaveLength(metrics.filter((m) => m.stage === 'sft' || m.stage === 'ppo').length);
+
+    // another config in the same directory is refused
+    await expect(run(miniConfig({ rl: { iterations: 3 } }), store)).rejects.toThrow(/different config or seed/);
+  }, 300_000);
+
+  test('a stopped run resumes after its last finished iteration', async () => {
+    const store = new MemoryStore();
+    const cfg = miniConfig({ rm: { enabled: false } });
+    await expect(run(cfg, store, () => store.files.has('ppo-state.json'))).rejects.toThrow(StoppedError);
+    const state = await readJson<{ iteration: number }>(store, 'ppo-state.json');
+    expect(state?.iteration).toBe(1);
+    expect(store.files.has('rollouts/iter-0002.jsonl')).toBe(false);
+    const summary = await run(cfg, store);
+    expect(summary.rm).toBeNull();
+    expect(lines(store, 'metrics.jsonl').filter((m) => m.stage === 'ppo').map((m) => m.iteration)).toEqual([0, 1]);
+  }, 300_000);
+});
+
+describe('repair turn', () => {
+  test('the second prompt carries the attempt and the failing test, then the header again', () => {
+    const task = { task_id: 't', language: 'javascript' as const, prompt: '// add 3 to x\nfunction f(x) {\n', entry_point: 'f', tests: '' };
+    const p = repairPrompt(task, '  return x - 3;\n}\n', {
+      task_id: 't', index: 0, passed: false, verdict: 'failed', tests: [{ name: 'assert 1', status: 'failed', line: 1, source: 'JSON.stringify(f(1)) === "4"', evaluations: 1 }],
+      tests_passed: 0, tests_total: 1, output: '', duration_ms: 1,
+    });
+    expect(p).toBe('// add 3 to x\n// attempt: return x - 3;\n// failed: JSON.stringify(f(1)) === "4"\nfunction f(x) {\n');
+  });
+});
+
+describe('webgpu', () => {
+  test('the first PPO iteration gives the same numbers on webgpu as on cpu', async () => {
+    const rt = await testRuntime();
+    const cfg = miniConfig({ rl: { promptsPerIteration: 4, samplesPerPrompt: 2, maxNewTokens: 10, minibatch: 8, epochs: 1 } });
+    const set = buildTaskSet({ seed: 3, ...cfg.tasks });
+    const tok = trainTokenizer([...set.train, ...set.val].map((t) => t.prompt + t.reference), { vocabSize: cfg.model.vocabSize });
+    const model = { ...cfg.model, vocabSize: tok.vocabSize };
+    const params = initParams(paramTable(model), 3);
+    const results = [];
+    for (const kind of ['cpu', 'webgpu'] as const) {
+      const make = (p: Float32Array, lr: number) => createBackend(kind, { config: model, params: p, optim: { ...DEFAULT_OPTIM, lr }, runtime: rt });
+      const policy = make(params, cfg.rl.lr);
+      const ref = make(params, 0);
+      const out = await ppoIteration({ policy, ref, rm: null, tok, scorer: { pool, analyzer }, cfg, seed: 3, tasks: set.rl }, 0, new KlController(cfg.rl.kl.coef, false, 1, 1));
+      results.push({ out, params: await policy.getParams() });
+      policy.dispose();
+      ref.dispose();
+    }
+    const [c, g] = results as [(typeof results)[0], (typeof results)[0]];
+    // the same rollouts (identical sampling from the same uniforms) and rewards
+    expect(g.out.rollouts.map((r) => r.completion)).toEqual(c.out.rollouts.map((r) => r.completion));
+    expect(g.out.rollouts.map((r) => r.score)).toEqual(c.out.rollouts.map((r) => r.score));
+    for (const key of ['env/reward_mean', 'env/pass_rate', 'policy/entropy', 'loss/policy', 'loss/value', 'policy/approxkl', 'val/explained_variance']) {
+      const a = c.out.metrics[key] as number;
+      const b = g.out.metrics[key] as number;
+      expect(Math.abs(a - b), `${key}: cpu ${a}, webgpu ${b}`).toBeLessThanOrEqual(1e-3 * Math.max(1, Math.abs(a)));
+    }
+    let maxDiff = 0;
+    for (let i = 0; i < c.params.length; i++) maxDiff = Math.max(maxDiff, Math.abs(c.params[i]! - g.params[i]!));
+    expect(maxDiff).toBeLessThan(1e-3 * cfg.rl.lr * 100);
+  }, 300_000);
+});

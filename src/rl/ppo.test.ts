@@ -1,0 +1,74 @@
+/** Advantage estimation and the KL controller against hand-computed values. */
+import { describe, expect, test } from 'vitest';
+import { explainedVariance, gae, groupAdvantages, KlController, meanStd, tokenRewards, whiten } from './ppo';
+
+describe('tokenRewards', () => {
+  test('penalises each token by coef * (logp - ref) and adds the score at the end', () => {
+    const { rewards, kl } = tokenRewards(2, [-1, -2, -0.5], [-1.5, -2, -1], 0.1);
+    expect(Array.from(kl)).toEqual([0.5, 0, 0.5]);
+    expect(rewards[0]).toBeCloseTo(-0.05, 12);
+    expect(rewards[1]).toBeCloseTo(0, 12);
+    expect(rewards[2]).toBeCloseTo(2 - 0.05, 12);
+  });
+  test('rejects empty and mismatched sequences', () => {
+    expect(() => tokenRewards(1, [], [], 0.1)).toThrow(/at least one action/);
+    expect(() => tokenRewards(1, [0, 0], [0], 0.1)).toThrow(/2 log-probs but 1 reference/);
+  });
+});
+
+describe('gae', () => {
+  test('matches the recursion by hand (gamma 0.9, lambda 0.8)', () => {
+    const r = [0.1, -0.2, 1];
+    const v = [0.5, 0.4, 0.3];
+    const g = 0.9;
+    const l = 0.8;
+    const d2 = r[2]! - v[2]!;
+    const d1 = r[1]! + g * v[2]! - v[1]!;
+    const d0 = r[0]! + g * v[1]! - v[0]!;
+    const a2 = d2;
+    const a1 = d1 + g * l * a2;
+    const a0 = d0 + g * l * a1;
+    const out = gae(r, v, g, l);
+    expect(Array.from(out.advantages)).toEqual([a0, a1, a2].map((x) => expect.closeTo(x, 12)));
+    expect(Array.from(out.returns)).toEqual([a0 + v[0]!, a1 + v[1]!, a2 + v[2]!].map((x) => expect.closeTo(x, 12)));
+  });
+  test('gamma = lambda = 1 gives Monte-Carlo returns minus the value', () => {
+    const out = gae([0, 0, 1], [0.2, 0.3, 0.4], 1, 1);
+    expect(Array.from(out.returns)).toEqual([1, 1, 1].map((x) => expect.closeTo(x, 12)));
+    expect(Array.from(out.advantages)).toEqual([0.8, 0.7, 0.6].map((x) => expect.closeTo(x, 12)));
+  });
+});
+
+describe('normalisation', () => {
+  test('whiten gives zero mean and unit variance across arrays', () => {
+    const a = Float64Array.from([1, 2, 3]);
+    const b = Float64Array.from([10]);
+    whiten([a, b]);
+    const all = [...a, ...b];
+    const { mean, std } = meanStd(all);
+    expect(mean).toBeCloseTo(0, 12);
+    expect(std).toBeCloseTo(1, 6);
+  });
+  test('group advantages standardise within each group only', () => {
+    const adv = groupAdvantages([1, 0, 0, 0, 5, 5], [0, 0, 0, 0, 1, 1]);
+    expect(adv[0]).toBeCloseTo(Math.sqrt(3), 5);
+    expect(adv[1]).toBeCloseTo(-1 / Math.sqrt(3), 5);
+    expect(adv[4]).toBe(0); // a group that all scored the same teaches nothing
+    expect(() => groupAdvantages([1], [0, 1])).toThrow(/1 scores but 2 group ids/);
+  });
+  test('explained variance: 1 for a perfect critic, 0 for a constant at the mean, NaN for constant returns', () => {
+    expect(explainedVariance([1, 2, 3], [1, 2, 3])).toBeCloseTo(1, 12);
+    expect(explainedVariance([2, 2, 2], [1, 2, 3])).toBeCloseTo(0, 12);
+    expect(explainedVariance([1, 2], [1, 1])).toBeNaN();
+  });
+});
+
+describe('KlController', () => {
+  test('fixed stays; adaptive moves toward the target by at most 20% of nSteps / horizon', () => {
+    const fixed = new KlController(0.1, false, 6, 100);
+    expect(fixed.update(100, 50)).toBe(0.1);
+    const adaptive = new KlController(0.1, true, 6, 100);
+    expect(adaptive.update(12, 50)).toBeCloseTo(0.1 * (1 + 0.2 * 0.5), 12); // KL too high: coefficient up, clipped error
+    expect(adaptive.update(5.4, 100)).toBeCloseTo(0.11 * (1 - 0.1), 12); // KL below target: down
+  });
+});
