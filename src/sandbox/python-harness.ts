@@ -19,9 +19,10 @@
  * - Every loaded module's namespace (builtins, sys, math, ...) and which module each
  *   `sys.modules` name maps to are snapshotted before the program runs and compared after the
  *   program and after the tests (a change is tampering; importing a submodule is not), then
- *   restored with `gc.callbacks`, `sys.path`, `sys.meta_path` and `sys.path_hooks`; modules the
- *   program imported are dropped. So one program cannot leave patches behind for the next; if a
- *   finalizer patches them again while they are restored, the worker is replaced.
+ *   restored with `gc.callbacks`, `sys.path`, `sys.meta_path`, `sys.path_hooks`, the async
+ *   generator hooks and the int-to-str digit limit, so one program cannot leave patches behind
+ *   for the next; if a finalizer patches them again while they are restored, the worker is
+ *   replaced. Modules the program imported stay imported.
  *
  * No way in to the counters. The harness's objects live in a namespace no module refers to, and
  * no harness function or class with methods is reachable from the program's objects (so no
@@ -45,6 +46,14 @@
  * every other built-in module is imported. logging is told not to look up frames, so it still works.
  * python.ts keeps the worker realm itself from reaching the host, and the pool checks every
  * message's nonce.
+ *
+ * Not covered. Hand-made code objects (marshal.loads, code.replace) can run malformed bytecode,
+ * which can corrupt interpreter memory; importing needs marshal, so it stays. State outside the
+ * snapshot survives a run: attributes of stdlib classes, other mutable module-level containers
+ * (warnings.filters, caches), random and decimal state, files written to the in-memory file
+ * system, modules registered under names not imported yet. With them a program can disturb how
+ * later programs in the same worker are graded, not its own result. Honest code that reads frames
+ * is refused too: traceback.print_exc, inspect.stack, pdb, doctest.testmod (tampering).
  */
 export const PY_HARNESS = String.raw`
 import ast as _ast, builtins as _builtins, gc as _gc, json as _json, sys as _sys, types as _types
@@ -190,7 +199,7 @@ def _guard(fn):
 
 def _snapshot():
     mods = [(m, dict(m.__dict__)) for m in list(_sys.modules.values()) if _type(getattr(m, '__dict__', None)) is dict]
-    return mods, dict(_sys.modules), [(l, list(l)) for l in _LISTS]
+    return mods, dict(_sys.modules), [(l, list(l)) for l in _LISTS], (_sys.get_asyncgen_hooks(), _sys.get_int_max_str_digits())
 
 def _text(x):
     try:
@@ -222,20 +231,20 @@ def _changed(state):
     return None
 
 def _restore(state):
-    # module namespaces, sys.modules (modules the program imported are dropped) and the hook lists
+    # module namespaces, the modules sys.modules held (modules imported since stay) and the hook lists
     for m, d in state[0]:
         cur = m.__dict__
-        for k in [k for k in cur if k not in d]:
+        for k in [k for k in cur if k not in d and not _submodule(m, k, cur[k])]:
             del cur[k]
         cur.update(d)
     cur, mods = _sys.modules, state[1]
-    for k in [k for k in cur if k not in mods]:
-        del cur[k]
     for k in mods:
         if cur.get(k) is not mods[k]:
             cur[k] = mods[k]
     for l, items in state[2]:
         l[:] = items
+    _sys.set_asyncgen_hooks(*state[3][0])
+    _sys.set_int_max_str_digits(state[3][1])
     _sys.setrecursionlimit(_LIMIT)
     _gc.enable()
     _gc.garbage.clear()
