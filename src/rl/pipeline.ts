@@ -63,7 +63,10 @@ export interface PipelineOptions {
 
 export interface StageEval {
   heldout_pass1: number;
+  /** on a fixed subset of the train split (SFT's data) */
   train_pass1: number;
+  /** on a fixed subset of the rl split (PPO's tasks) */
+  rl_tasks_pass1: number;
   heldout_passk: Record<string, number>;
   heldout_by_family: Record<string, number>;
 }
@@ -80,7 +83,7 @@ export interface Summary {
   explore: RlConfig['explore'];
 }
 
-/** Tasks of the train split the train pass@1 is measured on (a fixed seeded subset keeps evaluation cheap). */
+/** Tasks of the train and rl splits their pass@1 is measured on (a fixed subset keeps evaluation cheap). */
 export const TRAIN_EVAL_TASKS = 48;
 
 type RmJson = Omit<RmResult, 'params'> | { skipped: string };
@@ -89,9 +92,10 @@ interface State {
   elapsedMs: number;
 }
 
-function trainEvalTasks(set: TaskSet): GeneratedTask[] {
-  const step = Math.max(1, Math.floor(set.train.length / TRAIN_EVAL_TASKS));
-  return set.train.filter((_, i) => i % step === 0).slice(0, TRAIN_EVAL_TASKS);
+/** A strided subset (the splits are sorted by task id, so a prefix would be one family). */
+function evalSubset(tasks: readonly GeneratedTask[]): GeneratedTask[] {
+  const step = Math.max(1, Math.floor(tasks.length / TRAIN_EVAL_TASKS));
+  return tasks.filter((_, i) => i % step === 0).slice(0, TRAIN_EVAL_TASKS);
 }
 
 export async function runPipeline(o: PipelineOptions): Promise<Summary> {
@@ -123,15 +127,18 @@ export async function runPipeline(o: PipelineOptions): Promise<Summary> {
   const room = Math.max(cfg.rl.maxNewTokens, cfg.eval.maxNewTokens);
   if (longest + room > model.contextLength) throw new Error(`the longest prompt has ${longest} tokens; with ${room} new tokens it exceeds the context of ${model.contextLength}`);
   const explore = o.exploreFor?.(tok);
-  const trainEval = trainEvalTasks(set);
-  const evalBoth = async (policy: PolicyBackend, tag: string): Promise<{ held: EvalResult; train: EvalResult }> => {
+  const trainEval = evalSubset(set.train);
+  const rlEval = evalSubset(set.rl);
+  const evalBoth = async (policy: PolicyBackend): Promise<{ held: EvalResult; train: EvalResult; rl: EvalResult }> => {
     const held = await evaluate(policy, tok, set.heldout, cfg.eval, o.scorer, cfg.reward, (seed * 17 + 1) >>> 0);
-    const train = await evaluate(policy, tok, tag === 'sft' ? trainEval : set.rl.slice(0, TRAIN_EVAL_TASKS), { ...cfg.eval, k: [1] }, o.scorer, cfg.reward, (seed * 17 + 2) >>> 0);
-    return { held, train };
+    const train = await evaluate(policy, tok, trainEval, { ...cfg.eval, k: [1] }, o.scorer, cfg.reward, (seed * 17 + 2) >>> 0);
+    const rl = await evaluate(policy, tok, rlEval, { ...cfg.eval, k: [1] }, o.scorer, cfg.reward, (seed * 17 + 3) >>> 0);
+    return { held, train, rl };
   };
-  const stageEval = (r: { held: EvalResult; train: EvalResult }): StageEval => ({
+  const stageEval = (r: { held: EvalResult; train: EvalResult; rl: EvalResult }): StageEval => ({
     heldout_pass1: r.held.passAtK['pass@1']!,
     train_pass1: r.train.passAtK['pass@1']!,
+    rl_tasks_pass1: r.rl.passAtK['pass@1']!,
     heldout_passk: r.held.passAtK,
     heldout_by_family: r.held.byFamily,
   });
@@ -160,7 +167,7 @@ export async function runPipeline(o: PipelineOptions): Promise<Summary> {
       const best = o.makeBackend(model, sftParams, optim);
       try {
         emit('sft-eval', 0, 'evaluating the early-stopped SFT checkpoint');
-        const ev = stageEval(await evalBoth(best, 'sft'));
+        const ev = stageEval(await evalBoth(best));
         sftJson = { ...ev, steps: r.steps, best_step: r.bestStep, best_val_loss: r.bestValLoss };
         await store.write('sft.ckpt', saveModel({ config: model, tokenizer: tok.toJSON(), params: sftParams, meta: { stage: 'sft', step: r.bestStep } }));
         await writeJson(store, 'sft.json', sftJson);
@@ -268,7 +275,7 @@ export async function runPipeline(o: PipelineOptions): Promise<Summary> {
     }
     if (ppoState.iteration < cfg.rl.iterations) return partialSummary();
     emit('eval', 0, 'evaluating the RL policy');
-    finalEval = stageEval(await evalBoth(policy, 'rl'));
+    finalEval = stageEval(await evalBoth(policy));
     await metric('rl-eval', { 'eval/heldout_pass@1': finalEval.heldout_pass1, 'eval/train_pass@1': finalEval.train_pass1 });
   } finally {
     policy.dispose();

@@ -46,9 +46,9 @@ function summaryLines(s: Summary): string[] {
   const pct = (x: number) => `${(x * 100).toFixed(1)}%`;
   const fam = (r: Record<string, number>) => Object.entries(r).map(([k, v]) => `${k} ${pct(v)}`).join(', ');
   return [
-    `SFT: held-out pass@1 ${pct(s.sft.heldout_pass1)} (${fam(s.sft.heldout_by_family)}), train pass@1 ${pct(s.sft.train_pass1)}; best step ${s.sft.best_step} of ${s.sft.steps}`,
+    `SFT: held-out pass@1 ${pct(s.sft.heldout_pass1)} (${fam(s.sft.heldout_by_family)}), train-task pass@1 ${pct(s.sft.train_pass1)}, RL-task pass@1 ${pct(s.sft.rl_tasks_pass1)}; best step ${s.sft.best_step} of ${s.sft.steps}`,
     ...(s.rm && 'skipped' in s.rm ? [`reward model: skipped (${s.rm.skipped})`] : s.rm ? [`reward model: held-out pairwise accuracy ${pct(s.rm.heldout_pairwise_accuracy)} over ${s.rm.heldout_pairs} pairs`] : []),
-    `RL (${s.rl.algo}, ${s.rl.iterations} iterations): held-out pass@1 ${pct(s.rl.heldout_pass1)} (${fam(s.rl.heldout_by_family)}), RL-task pass@1 ${pct(s.rl.train_pass1)}`,
+    `RL (${s.rl.algo}, ${s.rl.iterations} iterations): held-out pass@1 ${pct(s.rl.heldout_pass1)} (${fam(s.rl.heldout_by_family)}), train-task pass@1 ${pct(s.rl.train_pass1)}, RL-task pass@1 ${pct(s.rl.rl_tasks_pass1)}`,
     `held-out pass@1 change: ${((s.rl.heldout_pass1 - s.sft.heldout_pass1) * 100).toFixed(1)} points; ${s.minutes.toFixed(1)} minutes`,
   ];
 }

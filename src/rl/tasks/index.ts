@@ -26,6 +26,13 @@ export interface TaskSetOptions {
   rlShare?: number;
   /** share of train tasks set aside for SFT validation */
   valShare?: number;
+  /**
+   * 'concept' (default): a concept's tasks in every family land in one split, so no held-out
+   * function is ever a train or RL solution. 'task': each (family, concept) task is drawn on its
+   * own (stratified by family and template), so a held-out task's function may be taught in
+   * another family: the splits share no task, but skills transfer between them.
+   */
+  splitBy?: 'concept' | 'task';
 }
 
 export interface TaskSet {
@@ -68,11 +75,16 @@ export function buildTaskSet(opts: TaskSetOptions): TaskSet {
   if (!Number.isInteger(seed)) throw new Error(`task set: seed must be an integer, got ${seed}`);
   const families = opts.families ?? FAMILIES;
   for (const f of families) if (!FAMILIES.includes(f)) throw new Error(`task set: unknown family "${f}" (families: ${FAMILIES.join(', ')})`);
-  const splits = splitConcepts(seed, opts.heldoutShare, opts.rlShare);
+  const splitBy = opts.splitBy ?? 'concept';
+  if (splitBy !== 'concept' && splitBy !== 'task') throw new Error(`task set: splitBy must be concept or task, got "${String(splitBy)}"`);
   const set: TaskSet = { seed, train: [], val: [], rl: [], heldout: [] };
+  const shared = splitConcepts(seed, opts.heldoutShare, opts.rlShare);
+  const perFamily = new Map(families.map((f, i) => [f, splitBy === 'task' ? splitConcepts((seed * 7919 + i + 1) >>> 0, opts.heldoutShare, opts.rlShare) : shared]));
   for (const concept of allConcepts()) {
-    const split = splits.get(concept.key)!;
-    for (const f of families) set[split].push(makeTask(f, concept, split, seed));
+    for (const f of families) {
+      const split = perFamily.get(f)!.get(concept.key)!;
+      set[split].push(makeTask(f, concept, split, seed));
+    }
   }
   const valShare = opts.valShare ?? 0.1;
   if (!(valShare >= 0 && valShare < 1)) throw new Error(`task set: valShare must be in [0, 1), got ${valShare}`);

@@ -83,3 +83,16 @@ describe('task set in the sandbox', () => {
     expect(bugRecords.filter((r) => r.passed).map((r) => r.task_id)).toEqual([]);
   }, 240_000);
 });
+
+describe('task-level splits', () => {
+  test('splitBy task: no task in two splits, every family and template in each split, concepts shared across families', () => {
+    const s = buildTaskSet({ seed: 4, splitBy: 'task' });
+    const ids = [...s.train, ...s.val, ...s.rl, ...s.heldout].map((t) => t.task_id);
+    expect(new Set(ids).size).toBe(ids.length);
+    expect(ids.length).toBe(allConcepts().length * FAMILIES.length);
+    for (const f of FAMILIES) for (const t of TEMPLATES) expect(s.heldout.some((x) => x.meta.family === f && x.meta.concept.startsWith(`${t.id}/`))).toBe(true);
+    const trainConcepts = new Set([...s.train, ...s.val].map((t) => t.meta.concept));
+    expect(s.heldout.some((t) => trainConcepts.has(t.meta.concept))).toBe(true);
+    expect(() => buildTaskSet({ seed: 1, splitBy: 'x' as never })).toThrow(/splitBy must be concept or task/);
+  });
+});
