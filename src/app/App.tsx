@@ -3,7 +3,8 @@ import { useLab } from '../store';
 import { BenchPanel } from './panels/BenchPanel';
 import { CheckpointPanel } from './panels/CheckpointPanel';
 import { CodePanel } from './panels/CodePanel';
-import { ExperimentSetup, RolloutBrowser, TrainingCurves } from './panels/EmptyPanels';
+import { RolloutBrowser, TrainingCurves } from './panels/EmptyPanels';
+import { ExperimentPanel } from './panels/ExperimentPanel';
 import { GpuPanel, GpuStatusBadge } from './panels/GpuPanel';
 import { ScratchScorer } from './panels/ScratchScorer';
 
@@ -34,7 +35,7 @@ export function App() {
             <GpuPanel />
           </Panel>
           <Panel id="experiment" title="Experiment setup">
-            <ExperimentSetup />
+            <ExperimentPanel />
           </Panel>
           <Panel id="checkpoints" title="Checkpoints">
             <CheckpointPanel />

@@ -2,14 +2,16 @@
 import { create } from 'zustand';
 import { createCheckpointSlice, type CheckpointSlice } from './checkpointSlice';
 import { createGpuSlice, type GpuSlice } from './gpuSlice';
+import { createRunSlice, type RunSlice } from './runSlice';
 import { createScorerSlice, type ScorerSlice } from './scorerSlice';
 import { createUiSlice, type UiSlice } from './uiSlice';
 
-export type LabState = GpuSlice & UiSlice & CheckpointSlice & ScorerSlice;
+export type LabState = GpuSlice & UiSlice & CheckpointSlice & ScorerSlice & RunSlice;
 
 export const useLab = create<LabState>()((...a) => ({
   ...createGpuSlice(...a),
   ...createUiSlice(...a),
   ...createCheckpointSlice(...a),
   ...createScorerSlice(...a),
+  ...createRunSlice(...a),
 }));

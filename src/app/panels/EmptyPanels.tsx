@@ -2,14 +2,6 @@
  * Panels whose content arrives with the training pipeline. Each states plainly what it will
  * show, so the layout is the lab's final one from the start.
  */
-export function ExperimentSetup() {
-  return (
-    <p className="empty" data-testid="experiment-empty">
-      No experiment yet. Choose a task suite and a preset here to run SFT, the reward model and PPO.
-    </p>
-  );
-}
-
 export function TrainingCurves() {
   return (
     <p className="empty" data-testid="curves-empty">
