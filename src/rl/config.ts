@@ -93,7 +93,7 @@ export interface RlConfig {
   preset: string;
   /** vocabSize here is the tokenizer's maximum; the model uses the trained tokenizer's size */
   model: ModelConfig;
-  tasks: { families: Family[]; heldoutShare: number; rlShare: number; valShare: number; splitBy: 'concept' | 'task' };
+  tasks: { families: Family[]; heldoutShare: number; rlShare: number; valShare: number; splitBy: 'concept' | 'task'; noise: number };
   sft: SftConfig;
   rm: RewardModelConfig;
   rl: RlAlgoConfig;
@@ -109,7 +109,7 @@ export class RlConfigError extends Error {
 const TINY: RlConfig = {
   preset: 'tiny',
   model: { nLayer: 2, dModel: 64, nHead: 4, contextLength: 128, vocabSize: 512 },
-  tasks: { families: [...FAMILIES], heldoutShare: 0.25, rlShare: 0.25, valShare: 0.1, splitBy: 'concept' },
+  tasks: { families: [...FAMILIES], heldoutShare: 0.25, rlShare: 0.25, valShare: 0.1, splitBy: 'concept', noise: 0 },
   sft: { lr: 3e-3, batch: 16, maxSteps: 400, evalEvery: 25, patience: 3, weightDecay: 0.01 },
   rm: { enabled: true, samplesPerTask: 2, objective: 'bt', steps: 24, batch: 16, lr: 1e-3, heldoutShare: 0.2, weight: 0.1 },
   rl: {
@@ -178,7 +178,7 @@ const bool: Spec = { kind: 'bool' };
 const oneOf = (...values: string[]): Spec => ({ kind: 'enum', values });
 
 const SCHEMA = {
-  tasks: { heldoutShare: num(0.01, 0.9), rlShare: num(0.01, 0.9), valShare: num(0, 0.9), splitBy: oneOf('concept', 'task') },
+  tasks: { heldoutShare: num(0.01, 0.9), rlShare: num(0.01, 0.9), valShare: num(0, 0.9), splitBy: oneOf('concept', 'task'), noise: num(0, 0.99) },
   sft: { lr: num(0, 1), batch: int(1, 4096), maxSteps: int(0, 1e7), evalEvery: int(1, 1e6), patience: int(1, 1000), weightDecay: num(0, 10) },
   rm: { enabled: bool, samplesPerTask: int(2, 1000), objective: oneOf('bt', 'regression'), steps: int(0, 1e6), batch: int(1, 4096), lr: num(0, 1), heldoutShare: num(0.01, 0.9), weight: num(0, 100) },
   rl: {

@@ -120,7 +120,7 @@ export async function runPipeline(o: PipelineOptions): Promise<Summary> {
   if (!existing) await writeJson(store, 'config.json', { cfg, seed, backend: o.backend });
   const set = buildTaskSet({ seed, ...cfg.tasks });
   for (const k of ['train', 'val', 'rl', 'heldout'] as const) await store.write(`tasks/${k}.jsonl`, suiteJsonl(set[k]));
-  const tok = trainTokenizer([...set.train, ...set.val].map((t) => t.prompt + t.reference), { vocabSize: cfg.model.vocabSize });
+  const tok = trainTokenizer([...set.train, ...set.val].map((t) => t.prompt + t.demonstration), { vocabSize: cfg.model.vocabSize });
   await writeJson(store, 'tokenizer.json', tok.toJSON());
   const model: ModelConfig = { ...cfg.model, vocabSize: tok.vocabSize };
   const longest = Math.max(...[...set.train, ...set.val, ...set.rl, ...set.heldout].map((t) => encodeExample(tok, t.prompt, '', false).ids.length));

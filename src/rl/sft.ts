@@ -1,5 +1,5 @@
 /**
- * Stage 1, supervised fine-tuning: cross-entropy on prompt -> reference completion with the
+ * Stage 1, supervised fine-tuning: cross-entropy on prompt -> demonstration with the
  * prompt masked, minibatches drawn from a seeded shuffle, the validation loss every
  * `evalEvery` steps, early stopping after `patience` validations without improvement, and the
  * best parameters kept.
@@ -29,7 +29,7 @@ export interface SftResult {
 }
 
 export function sftSequences(tok: Tokenizer, tasks: readonly GeneratedTask[]): Sequence[] {
-  return tasks.map((t) => encodeExample(tok, t.prompt, t.reference));
+  return tasks.map((t) => encodeExample(tok, t.prompt, t.demonstration));
 }
 
 /** Mean masked cross-entropy of `seqs` under the backend's current parameters (forward only). */

@@ -34,6 +34,11 @@ export interface GeneratedTask extends Task {
   meta: TaskMeta;
   /** always known to the generator; exported only for the splits that have solutions */
   reference: string;
+  /**
+   * What SFT imitates: the reference, or for a noisy demonstration (TaskSetOptions.noise) one of
+   * the concept's plausible bugs, as scraped code would hold.
+   */
+  demonstration: string;
 }
 
 /** Tests per task (the io family shows the first EXAMPLES of them in the prompt). */
@@ -147,6 +152,7 @@ export function makeTask(family: Family, concept: Concept, split: Split, seed: n
     entry_point: 'f',
     tests: testsFor(inputs, outputs),
     reference: `  ${body}\n}\n`,
+    demonstration: `  ${body}\n}\n`,
     meta,
   };
 }

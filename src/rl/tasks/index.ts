@@ -33,6 +33,12 @@ export interface TaskSetOptions {
    * another family: the splits share no task, but skills transfer between them.
    */
   splitBy?: 'concept' | 'task';
+  /**
+   * Share of train and val demonstrations replaced by one of the concept's plausible bugs
+   * (seeded; meta.noisy marks them, meta.demonstration holds the text). Real demonstrations hold
+   * mistakes; SFT imitates them and only execution feedback can tell. Default 0.
+   */
+  noise?: number;
 }
 
 export interface TaskSet {
@@ -86,6 +92,18 @@ export function buildTaskSet(opts: TaskSetOptions): TaskSet {
       set[split].push(makeTask(f, concept, split, seed));
     }
   }
+  const noise = opts.noise ?? 0;
+  if (!(noise >= 0 && noise < 1)) throw new Error(`task set: noise must be in [0, 1), got ${noise}`);
+  if (noise > 0) {
+    const nrng = new Rng(seed ^ 0x6e015e);
+    for (const t of set.train) {
+      if (nrng.next() >= noise) continue;
+      const concept = allConcepts().find((c) => c.key === t.meta.concept)!;
+      const bugs = concept.template.bugs(concept.c);
+      t.demonstration = `  ${bugs[Math.floor(nrng.next() * bugs.length)]!}\n}\n`;
+      t.meta.noisy = true;
+    }
+  }
   const valShare = opts.valShare ?? 0.1;
   if (!(valShare >= 0 && valShare < 1)) throw new Error(`task set: valShare must be in [0, 1), got ${valShare}`);
   const rng = new Rng(seed ^ 0x5eed);
@@ -103,9 +121,11 @@ export function buildTaskSet(opts: TaskSetOptions): TaskSet {
  */
 export function toSuite(tasks: readonly GeneratedTask[]): Task[] {
   return tasks.map((t) => {
-    const { reference, ...task } = t;
+    const { reference, demonstration, ...task } = t;
     const withSolution = t.meta.split === 'train' || t.meta.split === 'val';
-    return withSolution ? { ...task, canonical_solution: reference } : task;
+    if (!withSolution) return task;
+    // the suite's canonical solution is always correct; a noisy demonstration is kept in meta
+    return { ...task, canonical_solution: reference, ...(t.meta.noisy ? { meta: { ...t.meta, demonstration } } : {}) };
   });
 }
 

@@ -96,3 +96,22 @@ describe('task-level splits', () => {
     expect(() => buildTaskSet({ seed: 1, splitBy: 'x' as never })).toThrow(/splitBy must be concept or task/);
   });
 });
+
+describe('noisy demonstrations', () => {
+  test('a seeded share of train demonstrations are plausible bugs; suites keep the correct solution', () => {
+    const s = buildTaskSet({ seed: 1, noise: 0.4 });
+    const train = [...s.train, ...s.val];
+    const noisy = train.filter((t) => t.meta.noisy);
+    expect(noisy.length / train.length).toBeGreaterThan(0.3);
+    expect(noisy.length / train.length).toBeLessThan(0.5);
+    for (const t of noisy) {
+      expect(t.demonstration).not.toBe(t.reference);
+      const suite = toSuite([t])[0]!;
+      expect(suite.canonical_solution).toBe(t.reference);
+      expect(suite.meta?.demonstration).toBe(t.demonstration);
+    }
+    for (const t of [...s.rl, ...s.heldout]) expect(t.meta.noisy).toBeUndefined();
+    expect(buildTaskSet({ seed: 1 }).train.every((t) => t.demonstration === t.reference)).toBe(true);
+    expect(() => buildTaskSet({ seed: 1, noise: 1 })).toThrow(/noise must be in \[0, 1\)/);
+  });
+});
