@@ -118,6 +118,11 @@ export async function runPipeline(o: PipelineOptions): Promise<Summary> {
     throw new Error('the run directory holds a run with a different config or seed; resume it with the same preset and seed, or use a new directory');
   }
   if (!existing) await writeJson(store, 'config.json', { cfg, seed, backend: o.backend });
+  const done = await readJson<Summary>(store, 'summary.json');
+  if (done) {
+    emit('done', 1, 'the run is finished; its summary is in summary.json');
+    return done;
+  }
   const set = buildTaskSet({ seed, ...cfg.tasks });
   for (const k of ['train', 'val', 'rl', 'heldout'] as const) await store.write(`tasks/${k}.jsonl`, suiteJsonl(set[k]));
   const tok = trainTokenizer([...set.train, ...set.val].map((t) => t.prompt + t.demonstration), { vocabSize: cfg.model.vocabSize });
@@ -126,6 +131,7 @@ export async function runPipeline(o: PipelineOptions): Promise<Summary> {
   const longest = Math.max(...[...set.train, ...set.val, ...set.rl, ...set.heldout].map((t) => encodeExample(tok, t.prompt, '', false).ids.length));
   const room = Math.max(cfg.rl.maxNewTokens, cfg.eval.maxNewTokens);
   if (longest + room > model.contextLength) throw new Error(`the longest prompt has ${longest} tokens; with ${room} new tokens it exceeds the context of ${model.contextLength}`);
+  emit('setup', 1, `${set.train.length} train, ${set.val.length} val, ${set.rl.length} rl, ${set.heldout.length} held-out tasks; vocabulary ${tok.vocabSize}`);
   const explore = o.exploreFor?.(tok);
   const trainEval = evalSubset(set.train);
   const rlEval = evalSubset(set.rl);
@@ -163,6 +169,8 @@ export async function runPipeline(o: PipelineOptions): Promise<Summary> {
         },
         shouldStop: o.shouldStop,
       });
+      // stopped mid-stage: SFT restarts on resume (its checkpoint is only written once finished)
+      if (r.steps < cfg.sft.maxSteps && !r.stoppedEarly) throw new StoppedError();
       sftParams = r.best;
       const best = o.makeBackend(model, sftParams, optim);
       try {
@@ -172,6 +180,7 @@ export async function runPipeline(o: PipelineOptions): Promise<Summary> {
         await store.write('sft.ckpt', saveModel({ config: model, tokenizer: tok.toJSON(), params: sftParams, meta: { stage: 'sft', step: r.bestStep } }));
         await writeJson(store, 'sft.json', sftJson);
         await metric('sft-eval', { 'eval/heldout_pass@1': ev.heldout_pass1, 'eval/train_pass@1': ev.train_pass1 });
+        emit('sft-eval', 1, `SFT held-out pass@1 ${ev.heldout_pass1.toFixed(3)}`);
       } finally {
         best.dispose();
       }
@@ -260,6 +269,7 @@ export async function runPipeline(o: PipelineOptions): Promise<Summary> {
       if (o.shouldStop?.()) break;
       emit('ppo', it / cfg.rl.iterations, `iteration ${it + 1}/${cfg.rl.iterations}`);
       const { metrics, rollouts } = await ppoIteration(ctx, it, kl);
+      emit('ppo', (it + 1) / cfg.rl.iterations, `iteration ${it + 1}/${cfg.rl.iterations}: reward ${(metrics['env/reward_mean'] as number).toFixed(3)}, pass rate ${(metrics['env/pass_rate'] as number).toFixed(3)}`);
       if ((it + 1) % cfg.rl.evalEvery === 0 && it + 1 < cfg.rl.iterations) {
         const ev = await evaluate(policy, tok, set.heldout, cfg.eval, o.scorer, cfg.reward, (seed * 17 + 1) >>> 0);
         metrics['eval/heldout_pass@1'] = ev.passAtK['pass@1']!;
@@ -277,6 +287,7 @@ export async function runPipeline(o: PipelineOptions): Promise<Summary> {
     emit('eval', 0, 'evaluating the RL policy');
     finalEval = stageEval(await evalBoth(policy));
     await metric('rl-eval', { 'eval/heldout_pass@1': finalEval.heldout_pass1, 'eval/train_pass@1': finalEval.train_pass1 });
+    emit('eval', 1, `RL held-out pass@1 ${finalEval.heldout_pass1.toFixed(3)}`);
   } finally {
     policy.dispose();
     ref.dispose();

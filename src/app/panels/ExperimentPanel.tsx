@@ -1,0 +1,203 @@
+/**
+ * Experiment setup: a preset, a seed, a run name and JSON overrides (validated as `coderl train
+ * --set` validates them), Start and Stop, one progress bar per pipeline phase, and the summary.
+ * The run directory of the name is read as the name changes: a finished run shows its stored
+ * summary, an unfinished one resumes on Start.
+ */
+import { useEffect, useId, useMemo, useState, type FormEvent, type KeyboardEvent } from 'react';
+import { RL_PRESETS } from '../../rl/config';
+import type { Summary } from '../../rl/pipeline';
+import { checkRunName } from '../../rl/store-browser';
+import { useLab } from '../../store';
+import { overridesOf, parseSettings, WORK_PHASES, type WorkPhase } from '../../store/runSlice';
+
+const PRESETS = Object.keys(RL_PRESETS);
+
+const PHASE_LABEL: Record<WorkPhase, string> = {
+  setup: 'Setup',
+  sft: 'SFT',
+  'sft-eval': 'SFT evaluation',
+  'rm-samples': 'Reward-model samples',
+  rm: 'Reward model',
+  ppo: 'PPO',
+  eval: 'Final evaluation',
+};
+
+const STORE_TEXT = { opfs: 'OPFS', indexeddb: 'IndexedDB' } as const;
+
+const pct = (x: number): string => (Number.isFinite(x) ? `${(x * 100).toFixed(1)}%` : '—');
+
+function nameProblem(name: string): string | null {
+  try {
+    checkRunName(name);
+    return null;
+  } catch (e) {
+    return (e as Error).message;
+  }
+}
+
+export function ExperimentPanel() {
+  const status = useLab((s) => s.run.status);
+  const runName = useLab((s) => s.run.name);
+  const liveSummary = useLab((s) => s.run.summary);
+  const stored = useLab((s) => s.run.stored);
+  const runs = useLab((s) => s.run.runs);
+  const start = useLab((s) => s.startRun);
+  const stop = useLab((s) => s.stopRun);
+  const inspect = useLab((s) => s.inspectRun);
+  const [preset, setPreset] = useState('tiny');
+  const [seed, setSeed] = useState('1');
+  const [name, setName] = useState<string | null>(null); // null: follows preset and seed
+  const [overrides, setOverrides] = useState('{}');
+  const id = useId();
+
+  const runDir = name ?? `${preset}-seed${seed}`;
+  const settings = useMemo(() => parseSettings(preset, overrides), [preset, overrides]);
+  const seedValue = Number(seed);
+  const seedOk = seed.trim() !== '' && Number.isSafeInteger(seedValue) && seedValue >= 0;
+  const nameError = nameProblem(runDir);
+  const busy = status === 'running' || status === 'stopping';
+  const valid = settings.cfg !== null && seedOk && nameError === null;
+
+  useEffect(() => {
+    if (nameError || busy) return;
+    const t = setTimeout(() => void inspect(runDir), 250);
+    return () => clearTimeout(t);
+  }, [runDir, nameError, busy, inspect]);
+
+  const submit = (e?: FormEvent): void => {
+    e?.preventDefault();
+    if (valid && !busy) void start(preset, seedValue, overrides, runDir);
+  };
+  const onKeyDown = (e: KeyboardEvent<HTMLTextAreaElement>): void => {
+    if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) submit(e);
+  };
+  const here = stored?.run === runDir ? stored : null;
+  const differs = here?.config && settings.cfg && (JSON.stringify(here.config.cfg) !== JSON.stringify(settings.cfg) || here.config.seed !== seedValue);
+  const useStored = (): void => {
+    const c = here?.config;
+    if (!c) return;
+    setPreset(c.cfg.preset);
+    setSeed(String(c.seed));
+    setOverrides(JSON.stringify(overridesOf(c.cfg)));
+  };
+
+  return (
+    <div className="exp" data-testid="experiment">
+      <form className="exp-form" onSubmit={submit} aria-label="Experiment settings">
+        <label htmlFor={`${id}-preset`}>Preset</label>
+        <select id={`${id}-preset`} value={preset} disabled={busy} onChange={(e) => setPreset(e.target.value)} data-testid="exp-preset">
+          {PRESETS.map((p) => (
+            <option key={p} value={p}>{p}</option>
+          ))}
+        </select>
+        <label htmlFor={`${id}-seed`}>Seed</label>
+        <input id={`${id}-seed`} type="number" min={0} step={1} value={seed} disabled={busy} aria-invalid={!seedOk}
+          onChange={(e) => setSeed(e.target.value)} data-testid="exp-seed" />
+        <label htmlFor={`${id}-name`}>Run name</label>
+        <div>
+          <input id={`${id}-name`} value={runDir} disabled={busy} list={`${id}-runs`} aria-invalid={nameError !== null}
+            aria-describedby={nameError ? `${id}-name-error` : undefined} onChange={(e) => setName(e.target.value)} data-testid="exp-name" />
+          <datalist id={`${id}-runs`}>
+            {runs.map((r) => <option key={r} value={r} />)}
+          </datalist>
+          {nameError && <p id={`${id}-name-error`} className="field-error" data-testid="exp-name-error">{nameError}</p>}
+        </div>
+        <label htmlFor={`${id}-over`}>Overrides (JSON)</label>
+        <div>
+          <textarea id={`${id}-over`} className="exp-overrides" rows={4} spellCheck={false} value={overrides} disabled={busy}
+            aria-invalid={settings.error !== null} aria-describedby={`${id}-over-help${settings.error ? ` ${id}-over-error` : ''}`}
+            onChange={(e) => setOverrides(e.target.value)} onKeyDown={onKeyDown} data-testid="exp-overrides" />
+          <p id={`${id}-over-help`} className="hint">Preset fields to change, as for <code>coderl train --set</code>, e.g. {'{"rl":{"algo":"grpo"}}'}. Ctrl/Cmd+Enter starts.</p>
+          {settings.error && <p id={`${id}-over-error`} className="field-error" role="alert" data-testid="exp-overrides-error">{settings.error}</p>}
+        </div>
+        <div className="exp-buttons">
+          <button type="submit" disabled={!valid || busy} data-testid="exp-start">{here?.config && !here.summary ? 'Resume' : 'Start'}</button>
+          <button type="button" onClick={stop} disabled={status !== 'running'} data-testid="exp-stop">Stop</button>
+        </div>
+      </form>
+      {here && !busy && (
+        <div className="hint" data-testid="exp-stored" data-files={here.files.length} data-finished={String(here.summary !== null)}>
+          {here.files.length === 0 ? (
+            <>No run named “{here.run}” is stored yet; it will be kept in {STORE_TEXT[here.kind]}.</>
+          ) : (
+            <details>
+              <summary>
+                Stored in {STORE_TEXT[here.kind]}: {here.files.length} files, {here.summary ? 'finished' : 'unfinished (Start resumes it)'}
+              </summary>
+              <ul className="exp-files">{here.files.map((f) => <li key={f}>{f}</li>)}</ul>
+            </details>
+          )}
+          {differs && (
+            <p>
+              It was started with other settings (seed {here.config!.seed}, preset {here.config!.cfg.preset}).{' '}
+              <button type="button" className="link" onClick={useStored} data-testid="exp-use-stored">Use its settings</button>
+            </p>
+          )}
+        </div>
+      )}
+      <RunProgress />
+      <SummaryView summary={(runName === runDir ? liveSummary : null) ?? here?.summary ?? null} />
+    </div>
+  );
+}
+
+function RunProgress() {
+  const r = useLab((s) => s.run);
+  if (r.status === 'idle') return null;
+  return (
+    <div className="exp-run" data-testid="exp-run" data-status={r.status} aria-live="polite">
+      <p className="exp-status">
+        Run “{r.name}”: <strong data-testid="exp-status">{r.status}</strong>
+        {r.backend && <> on the {r.backend} backend</>}
+      </p>
+      {r.note && <p className="alert" data-testid="exp-note">{r.note}</p>}
+      <ul className="exp-phases">
+        {WORK_PHASES.map((p) => (
+          <li key={p} data-phase={p} data-state={r.phases[p]}>
+            <span>{PHASE_LABEL[p]}</span>
+            <progress max={1} value={r.progress[p]} aria-label={`${PHASE_LABEL[p]} progress`} data-testid={`exp-progress-${p}`} />
+            <span className="hint">{r.phases[p] === 'off' ? 'off' : r.phases[p] === 'pending' ? '' : `${Math.round(r.progress[p] * 100)}%`}</span>
+          </li>
+        ))}
+      </ul>
+      {r.message && <p className="hint" data-testid="exp-message">{r.message}</p>}
+      {r.error && <p role="alert" className="alert" data-testid="exp-error">{r.error}</p>}
+    </div>
+  );
+}
+
+function SummaryView({ summary: s }: { summary: Summary | null }) {
+  if (!s) return null;
+  const rows: [string, keyof Summary['sft'] & keyof Summary['rl']][] = [
+    ['held-out pass@1', 'heldout_pass1'],
+    ['train-task pass@1', 'train_pass1'],
+    ['RL-task pass@1', 'rl_tasks_pass1'],
+  ];
+  return (
+    <div className="exp-summary" data-testid="exp-summary">
+      <h3>Summary</h3>
+      <table>
+        <thead>
+          <tr><th scope="col" /><th scope="col">SFT</th><th scope="col">RL ({s.rl.algo}, {s.rl.iterations} it.)</th></tr>
+        </thead>
+        <tbody>
+          {rows.map(([label, k]) => (
+            <tr key={k}>
+              <th scope="row">{label}</th>
+              <td data-testid={`exp-sft-${k}`} data-value={s.sft[k] as number}>{pct(s.sft[k] as number)}</td>
+              <td data-testid={`exp-rl-${k}`} data-value={s.rl[k] as number}>{pct(s.rl[k] as number)}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+      <p data-testid="exp-rm">
+        Reward model:{' '}
+        {s.rm === null ? 'disabled' : 'skipped' in s.rm ? `skipped (${s.rm.skipped})` : `held-out pairwise accuracy ${pct(s.rm.heldout_pairwise_accuracy)} over ${s.rm.heldout_pairs} pairs`}
+      </p>
+      <p className="hint">
+        <span data-testid="exp-minutes" data-value={s.minutes}>{s.minutes.toFixed(1)} minutes</span> · {s.backend} backend · preset {s.preset} · seed {s.seed} · SFT best step {s.sft.best_step} of {s.sft.steps}
+      </p>
+    </div>
+  );
+}

@@ -1,0 +1,222 @@
+/**
+ * One pipeline run in the page (rl/run-browser.ts: runPipeline with the browser's store,
+ * sandbox, analyzer and GPU runtime): its status, the progress of each phase from the
+ * pipeline's events, the latest metrics, and what the run directory of a name holds.
+ *
+ * Stop asks the pipeline to stop between steps (`shouldStop`); it saves what is finished and
+ * rejects with StoppedError, so starting the same preset, seed, overrides and name resumes it.
+ * The pipeline module is loaded on the first start (it carries the tokenizer trainer, the task
+ * families and the trainers), and the live run stays in this module, outside the store.
+ */
+import type { StateCreator } from 'zustand';
+import { currentRuntime } from './gpuSlice';
+import { RL_PRESETS, resolveConfig, type RlConfig } from '../rl/config';
+import type { Phase } from '../rl/pipeline';
+import type { StoredRun, Summary } from '../rl/run-browser';
+import type { LabState } from './index';
+
+export type RunStatus = 'idle' | 'running' | 'stopping' | 'stopped' | 'done' | 'error';
+/** The phases with work in them, in pipeline order (`done` is the end, not a phase). */
+export const WORK_PHASES = ['setup', 'sft', 'sft-eval', 'rm-samples', 'rm', 'ppo', 'eval'] as const satisfies readonly Phase[];
+export type WorkPhase = (typeof WORK_PHASES)[number];
+/** pending; active; done (this run, or an earlier one of the same directory); off (disabled by the config) */
+export type PhaseState = 'pending' | 'active' | 'done' | 'off';
+export type MetricLine = { stage: string } & Record<string, number | string[] | string>;
+
+/** Metrics lines kept in the store (the run directory's metrics.jsonl has them all). */
+export const METRICS_KEPT = 300;
+
+export interface RunSlice {
+  run: {
+    status: RunStatus;
+    /** the run directory of the run in flight or the last one */
+    name: string | null;
+    backend: 'webgpu' | 'cpu' | null;
+    /** e.g. why the run is on the cpu backend */
+    note: string | null;
+    phase: Phase | null;
+    progress: Record<WorkPhase, number>;
+    phases: Record<WorkPhase, PhaseState>;
+    message: string;
+    error: string | null;
+    summary: Summary | null;
+    metrics: MetricLine[];
+    /** what the run directory of `stored.run` holds, as last read */
+    stored: StoredRun | null;
+    /** names of the stored runs, as last read */
+    runs: string[];
+  };
+  /** starts (or resumes) the run `name`; refused while one runs or the settings are invalid */
+  startRun(preset: string, seed: number, overridesJson: string, name: string): Promise<void>;
+  stopRun(): void;
+  /** reads what the run directory `name` holds into `stored`, and the list of runs */
+  inspectRun(name: string): Promise<void>;
+}
+
+/** The config a preset and overrides text give, or why they give none (the RlConfigError's message). */
+export function parseSettings(preset: string, overridesJson: string): { cfg: RlConfig; error: null } | { cfg: null; error: string } {
+  let over: unknown = {};
+  if (overridesJson.trim()) {
+    try {
+      over = JSON.parse(overridesJson);
+    } catch (e) {
+      return { cfg: null, error: `not valid JSON: ${(e as Error).message}` };
+    }
+  }
+  try {
+    return { cfg: resolveConfig(preset, over), error: null };
+  } catch (e) {
+    return { cfg: null, error: (e as Error).message };
+  }
+}
+
+/** The overrides that turn the config's preset into the config (what "use its settings" fills in). */
+export function overridesOf(cfg: RlConfig): Record<string, unknown> {
+  const diff = (base: unknown, v: unknown): unknown => {
+    if (isObject(base) && isObject(v)) {
+      const out: Record<string, unknown> = {};
+      for (const [k, x] of Object.entries(v)) {
+        const d = diff(base[k], x);
+        if (d !== undefined) out[k] = d;
+      }
+      return Object.keys(out).length ? out : undefined;
+    }
+    return JSON.stringify(base) === JSON.stringify(v) ? undefined : v;
+  };
+  return (diff(RL_PRESETS[cfg.preset] ?? {}, cfg) as Record<string, unknown> | undefined) ?? {};
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+const message = (e: unknown): string => (e instanceof Error ? e.message : String(e)) || 'unknown error';
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const fill = <T>(v: T) => Object.fromEntries(WORK_PHASES.map((p) => [p, v])) as Record<WorkPhase, T>;
+
+let stopRequested = false;
+let inspectSeq = 0;
+
+/** Waits for the GPU slice to settle (the app starts it on load); gives up after `ms`. */
+async function settledGpu(get: () => LabState, ms = 60_000): Promise<void> {
+  for (const t0 = performance.now(); performance.now() - t0 < ms; await sleep(100)) {
+    if (!['idle', 'starting', 'checking'].includes(get().gpu.status)) return;
+  }
+}
+
+export const createRunSlice: StateCreator<LabState, [], [], RunSlice> = (set, get) => {
+  const patch = (p: Partial<RunSlice['run']>): void => set((s) => ({ run: { ...s.run, ...p } }));
+
+  /** Phase states and progress after an event of `phase`: every earlier phase is finished. */
+  function advance(phase: Phase, progress: number, rmEnabled: boolean): void {
+    const at = phase === 'done' ? WORK_PHASES.length : WORK_PHASES.indexOf(phase);
+    const { phases, progress: prog } = get().run;
+    const nextPhases = { ...phases };
+    const nextProgress = { ...prog };
+    WORK_PHASES.forEach((p, i) => {
+      if (i < at && (nextPhases[p] === 'pending' || nextPhases[p] === 'active')) {
+        nextPhases[p] = !rmEnabled && (p === 'rm' || p === 'rm-samples') ? 'off' : 'done';
+        nextProgress[p] = 1;
+      }
+    });
+    if (phase !== 'done') {
+      nextPhases[phase] = 'active';
+      nextProgress[phase] = Math.min(1, Math.max(0, progress));
+    }
+    patch({ phase, phases: nextPhases, progress: nextProgress });
+  }
+
+  /**
+   * After a stop, the phases' states from what the run directory holds (the pipeline says when a
+   * phase starts, not when it ends): nothing is left active, finished stages are done, and PPO's
+   * bar counts the saved iterations.
+   */
+  function settleStopped(files: string[], cfg: RlConfig): void {
+    const phases = { ...get().run.phases };
+    const progress = { ...get().run.progress };
+    for (const p of WORK_PHASES) if (phases[p] === 'active') phases[p] = 'pending';
+    const finished = (ps: WorkPhase[], state: PhaseState = 'done') => ps.forEach((p) => ((phases[p] = state), (progress[p] = 1)));
+    if (files.includes('sft.json')) finished(['setup', 'sft', 'sft-eval']);
+    if (!cfg.rm.enabled) finished(['rm-samples', 'rm'], 'off');
+    else if (files.includes('rm.json')) finished(['rm-samples', 'rm']);
+    progress.ppo = files.filter((f) => f.startsWith('rollouts/')).length / Math.max(1, cfg.rl.iterations);
+    patch({ phases, progress });
+  }
+
+  return {
+    run: {
+      status: 'idle',
+      name: null,
+      backend: null,
+      note: null,
+      phase: null,
+      progress: fill(0),
+      phases: fill<PhaseState>('pending'),
+      message: '',
+      error: null,
+      summary: null,
+      metrics: [],
+      stored: null,
+      runs: [],
+    },
+
+    async startRun(preset, seed, overridesJson, name) {
+      const { status } = get().run;
+      if (status === 'running' || status === 'stopping') return;
+      const { cfg, error } = parseSettings(preset, overridesJson);
+      if (!cfg) {
+        patch({ status: 'error', error });
+        return;
+      }
+      stopRequested = false;
+      patch({
+        status: 'running', name, backend: null, note: null, phase: null, progress: fill(0), phases: fill<PhaseState>('pending'),
+        message: 'waiting for the GPU', error: null, summary: null, metrics: [],
+      });
+      try {
+        await settledGpu(get);
+        const runtime = currentRuntime();
+        const gpu = get().gpu;
+        const note = runtime && gpu.status === 'ready' ? null
+          : `WebGPU is not usable here: ${gpu.problem ?? `the GPU status is "${gpu.status}".`} The run uses the cpu backend (the float64 reference model) instead.`;
+        patch({ backend: note ? 'cpu' : 'webgpu', note, message: 'loading the pipeline' });
+        const mod = await import('../rl/run-browser');
+        try {
+          const summary = await mod.runInBrowser({
+            cfg, seed, run: name, runtime: note ? null : runtime,
+            onEvent: (e) => {
+              advance(e.phase, e.progress, cfg.rm.enabled);
+              patch({ message: e.message });
+            },
+            onMetrics: (stage, m) => patch({ metrics: [...get().run.metrics.slice(1 - METRICS_KEPT), { stage, ...m }] }),
+            shouldStop: () => stopRequested,
+          });
+          advance('done', 1, cfg.rm.enabled);
+          patch({ status: 'done', summary });
+        } catch (e) {
+          if (!(e instanceof mod.StoppedError)) throw e;
+          settleStopped((await mod.readStoredRun(name)).files, cfg);
+          patch({ status: 'stopped', message: e.message });
+        }
+      } catch (e) {
+        patch({ status: 'error', error: message(e) });
+      }
+      await get().inspectRun(name);
+    },
+
+    stopRun() {
+      if (get().run.status !== 'running') return;
+      stopRequested = true;
+      patch({ status: 'stopping', message: 'stopping after the current step (finished work is saved)' });
+    },
+
+    async inspectRun(name) {
+      const seq = ++inspectSeq;
+      try {
+        const { listStoredRuns, readStoredRun } = await import('../rl/run-browser');
+        const runs = await listStoredRuns();
+        const stored = await readStoredRun(name);
+        if (seq === inspectSeq) patch({ stored, runs });
+      } catch {
+        if (seq === inspectSeq) patch({ stored: null }); // an invalid name, or no storage: nothing stored
+      }
+    },
+  };
+};
