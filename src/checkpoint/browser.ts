@@ -131,7 +131,7 @@ export async function openOpfsStore(): Promise<CheckpointStore> {
 }
 
 /** Resolves with a request's result, rejects with its error. */
-function done<T>(req: IDBRequest<T>): Promise<T> {
+export function done<T>(req: IDBRequest<T>): Promise<T> {
   return new Promise((resolve, reject) => {
     req.onsuccess = () => resolve(req.result);
     req.onerror = () => reject(req.error);
@@ -139,7 +139,7 @@ function done<T>(req: IDBRequest<T>): Promise<T> {
 }
 
 /** Resolves when a transaction commits (so a save is durable), rejects when it aborts. */
-function committed(tx: IDBTransaction): Promise<void> {
+export function committed(tx: IDBTransaction): Promise<void> {
   return new Promise((resolve, reject) => {
     tx.oncomplete = () => resolve();
     tx.onabort = () => reject(tx.error ?? new CheckpointError('IndexedDB transaction aborted'));

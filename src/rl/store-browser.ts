@@ -10,7 +10,7 @@
  * IndexedDB: database "coderl-runs", store "files", key `<run>/<path>`, value the bytes; an
  * append reads and writes in one transaction. Appends to one store are serialised either way.
  */
-import { checkName } from '../checkpoint/browser';
+import { checkName, committed, done } from '../checkpoint/browser';
 import type { RunStore } from './store';
 
 export interface BrowserRunStore extends RunStore {
@@ -160,23 +160,6 @@ async function opfsStorage(): Promise<RunStorage> {
       };
     },
   };
-}
-
-/** Resolves with a request's result, rejects with its error. */
-function done<T>(req: IDBRequest<T>): Promise<T> {
-  return new Promise((resolve, reject) => {
-    req.onsuccess = () => resolve(req.result);
-    req.onerror = () => reject(req.error);
-  });
-}
-
-/** Resolves when a transaction commits, rejects when it aborts. */
-function committed(tx: IDBTransaction): Promise<void> {
-  return new Promise((resolve, reject) => {
-    tx.oncomplete = () => resolve();
-    tx.onabort = () => reject(tx.error ?? new Error('IndexedDB transaction aborted'));
-    tx.onerror = () => reject(tx.error);
-  });
 }
 
 async function indexedDbStorage(): Promise<RunStorage> {
