@@ -1,0 +1,54 @@
+/** `coderl train` and `coderl eval` in-process, on a miniature config. */
+import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, test } from 'vitest';
+import { main } from './main';
+
+function capture() {
+  const out: string[] = [];
+  const err: string[] = [];
+  return { io: { out: (t: string) => void out.push(...t.replace(/\n$/, '').split('\n')), err: (t: string) => void err.push(...t.replace(/\n$/, '').split('\n')) }, out, err };
+}
+
+const MINI = JSON.stringify({
+  model: { nLayer: 1, dModel: 32, nHead: 2, contextLength: 96, vocabSize: 320 },
+  tasks: { families: ['spec'], heldoutShare: 0.1, rlShare: 0.1 },
+  sft: { maxSteps: 4, evalEvery: 2, batch: 8 },
+  rm: { enabled: false },
+  rl: { iterations: 1, promptsPerIteration: 2, samplesPerPrompt: 2, maxNewTokens: 10, minibatch: 4, epochs: 1, evalEvery: 1 },
+  eval: { samples: 1, k: [1], maxNewTokens: 10 },
+});
+
+describe('coderl train / eval', () => {
+  test('train writes a run directory and prints the summary; eval reads its checkpoint and suite', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'coderl-train-'));
+    const t = capture();
+    expect(await main(['train', '--preset', 'tiny', '--seed', '2', '--out', dir, '--set', MINI, '--quiet', '--workers', '2'], t.io)).toBe(0);
+    expect(t.out.join('\n')).toMatch(/SFT: held-out pass@1 [\d.]+%/);
+    expect(t.out[t.out.length - 1]).toMatch(/held-out pass@1 change: -?[\d.]+ points; [\d.]+ minutes/);
+    const summary = JSON.parse(readFileSync(join(dir, 'summary.json'), 'utf8'));
+    expect(summary).toMatchObject({ preset: 'tiny', seed: 2, backend: 'cpu', rm: null });
+    for (const f of ['config.json', 'metrics.jsonl', 'tasks/heldout.jsonl', 'sft.ckpt', 'policy.ckpt', 'rollouts/iter-0001.jsonl']) expect(existsSync(join(dir, f)), f).toBe(true);
+
+    const e = capture();
+    expect(await main(['eval', '--suite', join(dir, 'tasks/heldout.jsonl'), '--checkpoint', join(dir, 'policy.ckpt'), '--k', '1,2', '--samples', '2', '--max-new-tokens', '10', '--workers', '2'], e.io)).toBe(0);
+    expect(e.out.join('\n')).toMatch(/spec: pass@1 [\d.]+/);
+    expect(e.out).toEqual(expect.arrayContaining([expect.stringMatching(/^pass@1: [\d.]+$/), expect.stringMatching(/^pass@2: [\d.]+$/)]));
+  }, 180_000);
+
+  test('bad input is a usage error naming the problem', async () => {
+    const t = capture();
+    expect(await main(['train', '--out', '/tmp/never', '--set', '{"rl":{"clip":3}}'], t.io)).toBe(2);
+    expect(t.err.join('\n')).toMatch(/config\.rl\.clip: must be a number in \[0\.001, 0\.999\], got 3/);
+    const u = capture();
+    expect(await main(['train', '--seed', '1'], u.io)).toBe(2);
+    expect(u.err.join('\n')).toMatch(/--out DIR is required/);
+    const e = capture();
+    expect(await main(['eval', '--suite', 'x.jsonl', '--checkpoint', 'y.ckpt', '--k', '1,a'], e.io)).toBe(2);
+    expect(e.err.join('\n')).toMatch(/--k must be comma-separated positive integers/);
+    const s = capture();
+    expect(await main(['eval', '--suite', 'x.jsonl', '--checkpoint', 'y.ckpt', '--k', '1,5', '--samples', '2'], s.io)).toBe(2);
+    expect(s.err.join('\n')).toMatch(/k = 5 needs at least that many --samples/);
+  });
+});
