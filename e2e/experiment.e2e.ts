@@ -7,6 +7,7 @@
 import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest';
 import type { Browser, Page } from 'playwright-core';
 import { launch, openPage } from './browser';
+import { MINI_RUN } from '../src/rl/testing';
 
 let browser: Browser;
 const url = inject('baseUrl');
@@ -18,15 +19,7 @@ afterAll(async () => {
   await browser?.close();
 });
 
-/** src/rl/pipeline.test.ts's miniature config, smaller still: a minute or two on SwiftShader. */
-const MINI = {
-  model: { nLayer: 1, dModel: 32, nHead: 2, contextLength: 96, vocabSize: 320 },
-  tasks: { families: ['spec'], heldoutShare: 0.1, rlShare: 0.1 },
-  sft: { maxSteps: 4, evalEvery: 2, batch: 8 },
-  rm: { enabled: false },
-  rl: { iterations: 1, promptsPerIteration: 2, samplesPerPrompt: 2, maxNewTokens: 10, minibatch: 4, epochs: 1, evalEvery: 1 },
-  eval: { samples: 1, k: [1], maxNewTokens: 10 },
-};
+const MINI = MINI_RUN;
 const PHASES = ['setup', 'sft', 'sft-eval', 'rm-samples', 'rm', 'ppo', 'eval'];
 const RUN = 'e2e-mini';
 

@@ -3,6 +3,7 @@ import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
+import { MINI_RUN } from '../rl/testing';
 import { main } from './main';
 
 function capture() {
@@ -11,14 +12,7 @@ function capture() {
   return { io: { out: (t: string) => void out.push(...t.replace(/\n$/, '').split('\n')), err: (t: string) => void err.push(...t.replace(/\n$/, '').split('\n')) }, out, err };
 }
 
-const MINI = JSON.stringify({
-  model: { nLayer: 1, dModel: 32, nHead: 2, contextLength: 96, vocabSize: 320 },
-  tasks: { families: ['spec'], heldoutShare: 0.1, rlShare: 0.1 },
-  sft: { maxSteps: 4, evalEvery: 2, batch: 8 },
-  rm: { enabled: false },
-  rl: { iterations: 1, promptsPerIteration: 2, samplesPerPrompt: 2, maxNewTokens: 10, minibatch: 4, epochs: 1, evalEvery: 1 },
-  eval: { samples: 1, k: [1], maxNewTokens: 10 },
-});
+const MINI = JSON.stringify(MINI_RUN);
 
 describe('coderl train / eval', () => {
   test('train writes a run directory and prints the summary; eval reads its checkpoint and suite', async () => {

@@ -110,7 +110,7 @@ const TINY: RlConfig = {
   preset: 'tiny',
   model: { nLayer: 2, dModel: 64, nHead: 4, contextLength: 128, vocabSize: 512 },
   tasks: { families: [...FAMILIES], heldoutShare: 0.25, rlShare: 0.25, valShare: 0.1, splitBy: 'concept', noise: 0 },
-  sft: { lr: 3e-3, batch: 16, maxSteps: 400, evalEvery: 25, patience: 3, weightDecay: 0.01 },
+  sft: { lr: 3e-3, batch: 16, maxSteps: 500, evalEvery: 25, patience: 5, weightDecay: 0.01 },
   rm: { enabled: true, samplesPerTask: 2, objective: 'bt', steps: 24, batch: 16, lr: 1e-3, heldoutShare: 0.2, weight: 0.1 },
   rl: {
     algo: 'ppo',

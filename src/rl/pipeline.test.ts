@@ -15,7 +15,8 @@ import type { SandboxPool } from '../sandbox/pool';
 import { createNodePool } from '../sandbox/pool.node';
 import { testRuntime } from '../testing/gpu';
 import { trainTokenizer } from '../tokenizer';
-import { resolveConfig, type RlConfig } from './config';
+import { mergeConfig, resolveConfig, type RlConfig } from './config';
+import { MINI_RUN } from './testing';
 import { KlController } from './ppo';
 import { ppoIteration, repairPrompt, type RolloutRecord } from './ppo-loop';
 import { runPipeline, StoppedError, type Summary } from './pipeline';
@@ -31,15 +32,13 @@ afterAll(() => pool?.close());
 
 /** A config small enough for a test: one family, a 1-layer model, a few steps of each stage. */
 function miniConfig(over: unknown = {}): RlConfig {
-  return resolveConfig('tiny', {
-    model: { nLayer: 1, dModel: 32, nHead: 2, contextLength: 96, vocabSize: 320 },
-    tasks: { families: ['spec'], heldoutShare: 0.1, rlShare: 0.1 },
-    sft: { maxSteps: 6, evalEvery: 3, batch: 8 },
-    rm: { samplesPerTask: 2, steps: 2, batch: 4 },
-    rl: { iterations: 2, promptsPerIteration: 3, samplesPerPrompt: 2, maxNewTokens: 12, minibatch: 4, epochs: 1, evalEvery: 1 },
-    eval: { samples: 1, k: [1], maxNewTokens: 12 },
-    ...(over as object),
+  const base = mergeConfig(MINI_RUN, {
+    sft: { maxSteps: 6, evalEvery: 3 },
+    rm: { enabled: true, samplesPerTask: 2, steps: 2, batch: 4 },
+    rl: { iterations: 2, promptsPerIteration: 3, maxNewTokens: 12 },
+    eval: { maxNewTokens: 12 },
   });
+  return resolveConfig('tiny', mergeConfig(base, over));
 }
 
 function run(cfg: RlConfig, store: MemoryStore, shouldStop?: () => boolean): Promise<Summary> {
