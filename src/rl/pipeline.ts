@@ -20,7 +20,7 @@ import { initParams } from '../model/init';
 import { DEFAULT_OPTIM, type OptimConfig } from '../model/optim';
 import type { OptimizerState } from '../model/checkpoint';
 import { paramTable } from '../model/params';
-import { Tokenizer, trainTokenizer } from '../tokenizer';
+import { trainTokenizer, type Tokenizer } from '../tokenizer';
 import type { Task } from '../tasks/types';
 import { checkAlarms } from './alarms';
 import type { RlConfig } from './config';
@@ -321,4 +321,3 @@ export class StoppedError extends Error {
   }
 }
 
-export { Tokenizer };
