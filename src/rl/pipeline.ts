@@ -189,7 +189,7 @@ export async function runPipeline(o: PipelineOptions): Promise<Summary> {
     }
     await saveState();
   }
-  if (o.shouldStop?.()) return partialSummary();
+  if (o.shouldStop?.()) throw new StoppedError();
 
   // stage 2: reward model
   let rmJson = cfg.rm.enabled ? await readJson<RmJson>(store, 'rm.json') : null;
@@ -241,7 +241,7 @@ export async function runPipeline(o: PipelineOptions): Promise<Summary> {
     }
     await saveState();
   }
-  if (o.shouldStop?.()) return partialSummary();
+  if (o.shouldStop?.()) throw new StoppedError();
 
   // stage 3: PPO / GRPO
   const rlOptim: OptimConfig = { ...DEFAULT_OPTIM, lr: cfg.rl.lr, gradClip: cfg.rl.gradClip, weightDecay: 0 };
@@ -283,7 +283,7 @@ export async function runPipeline(o: PipelineOptions): Promise<Summary> {
       await metric('ppo', metrics);
       await saveState();
     }
-    if (ppoState.iteration < cfg.rl.iterations) return partialSummary();
+    if (ppoState.iteration < cfg.rl.iterations) throw new StoppedError();
     emit('eval', 0, 'evaluating the RL policy');
     finalEval = stageEval(await evalBoth(policy));
     await metric('rl-eval', { 'eval/heldout_pass@1': finalEval.heldout_pass1, 'eval/train_pass@1': finalEval.train_pass1 });
@@ -307,10 +307,6 @@ export async function runPipeline(o: PipelineOptions): Promise<Summary> {
   await saveState();
   emit('done', 1, `held-out pass@1: SFT ${summary.sft.heldout_pass1.toFixed(3)} -> RL ${summary.rl.heldout_pass1.toFixed(3)}`);
   return summary;
-
-  function partialSummary(): never {
-    throw new StoppedError();
-  }
 }
 
 /** The run stopped on request; its directory resumes it. */
