@@ -11,10 +11,10 @@
 import wgsl from '../../shaders/ppo_loss.wgsl';
 import type { KernelSpec } from '../gpu/kernel';
 import type { BufferBinding } from '../gpu/recorder';
-import { RL_STAT_FIELDS, type RlBatch, type RlLossConfig } from '../model/rl-loss';
+import { RL_ROLLOUT_FIELDS, RL_STAT_FIELDS, type RlBatch, type RlLossConfig } from '../model/rl-loss';
 
-/** The planes of the `rollout` binding, in order. */
-export const ROLLOUT_FIELDS = ['oldLogp', 'oldValues', 'advantages', 'returns', 'refLogp'] as const;
+/** The planes of the `rollout` binding, in order: an RlBatch's rollout fields. */
+export const ROLLOUT_FIELDS = RL_ROLLOUT_FIELDS;
 /** The planes of the `dtok` binding, in order. */
 export const DTOK_FIELDS = ['dlogp', 'dentropy'] as const;
 /** Floats of the `sums` binding: one per RL_STAT_FIELDS entry. */

@@ -6,8 +6,8 @@ import { adamwRef, gradNormRef } from '../kernels/adamw';
 import { crossEntropyRef } from '../kernels/crossentropy';
 import { logprobEntropyBackwardRef, logprobEntropyRef } from '../kernels/logprob';
 import type { CpuModel } from './cpu';
-import { NumericsError, type OptimConfig, type TokenBatch } from './optim';
-import { emptyRlSums, rlTokenGradsRef, validateRlLossConfig, type RlBatch, type RlLossConfig, type RlLossSums } from './rl-loss';
+import { lossTokens, NumericsError, type OptimConfig, type TokenBatch } from './optim';
+import { emptyRlSums, RL_ROLLOUT_FIELDS, rlTokenGradsRef, validateRlLossConfig, type RlBatch, type RlLossConfig, type RlLossSums } from './rl-loss';
 
 export interface RlStepResult {
   /** sums over the masked tokens of the step (see RlLossSums) */
@@ -51,9 +51,7 @@ export class CpuTrainer {
 
   /** One optimizer step over the micro-batches (gradient accumulation when there are several). */
   trainStep(batches: TokenBatch[]): StepResult {
-    let tokens = 0;
-    for (const b of batches) for (const m of b.mask) tokens += m;
-    if (tokens === 0) throw new Error('trainStep: the loss mask selects no token');
+    const tokens = lossTokens('trainStep', batches, []);
     this.model.zeroGrad();
     let lossSum = 0;
     for (const b of batches) lossSum += this.accumulate(b, 1 / tokens);
@@ -71,15 +69,7 @@ export class CpuTrainer {
    */
   rlStep(batches: RlBatch[], cfg: RlLossConfig): RlStepResult {
     validateRlLossConfig(cfg);
-    let tokens = 0;
-    for (const b of batches) {
-      const n = b.B * b.T;
-      for (const k of ['tokens', 'targets', 'mask', 'oldLogp', 'oldValues', 'advantages', 'returns', 'refLogp'] as const) {
-        if (b[k].length !== n) throw new Error(`rlStep: ${k} has ${b[k].length} values, the batch needs B * T = ${n}`);
-      }
-      for (const m of b.mask) tokens += m;
-    }
-    if (tokens === 0) throw new Error('rlStep: the loss mask selects no token');
+    const tokens = lossTokens('rlStep', batches, RL_ROLLOUT_FIELDS);
     const V = this.model.config.vocabSize;
     this.model.zeroGrad();
     const sums = emptyRlSums();

@@ -17,7 +17,7 @@ import { defaultPositions } from './cpu';
 import type { RlStepResult, StepResult } from './cpu-train';
 import type { GpuModel } from './gpu';
 import type { ActBuffers } from './gpu-acts';
-import { NumericsError, type OptimConfig, type TokenBatch } from './optim';
+import { lossTokens, NumericsError, type OptimConfig, type TokenBatch } from './optim';
 import { RL_STAT_FIELDS, validateRlLossConfig, type RlBatch, type RlLossConfig, type RlLossSums } from './rl-loss';
 
 export interface GpuStepResult extends Partial<StepResult> {
@@ -261,18 +261,9 @@ export class GpuTrainer {
   }
 }
 
-/** Checks the micro-batches (one shape, B * T values per field) and returns the sum of their masks. */
+/** Checks the micro-batches (one shape, B * T values per field: lossTokens) and returns the sum of their masks. */
 function checkBatches(what: string, batches: TokenBatch[]): number {
-  if (batches.length === 0) throw new Error(`${what}: no micro-batch`);
-  const { B, T } = batches[0]!;
-  let tokens = 0;
-  batches.forEach((b, i) => {
-    if (b.B !== B || b.T !== T) throw new Error(`${what}: micro-batches must share one shape (B, T)`);
-    for (const k of ['tokens', 'targets', 'mask'] as const) {
-      if (b[k].length !== B * T) throw new Error(`${what}: micro-batch ${i}: ${k} has ${b[k].length} values, expected B * T = ${B * T}`);
-    }
-    for (const m of b.mask) tokens += m;
-  });
-  if (tokens === 0) throw new Error(`${what}: the loss mask selects no token`);
-  return tokens;
+  const first = batches[0];
+  if (first && batches.some((b) => b.B !== first.B || b.T !== first.T)) throw new Error(`${what}: micro-batches must share one shape (B, T)`);
+  return lossTokens(what, batches, []);
 }

@@ -53,6 +53,25 @@ export interface TokenBatch {
   mask: Float32Array<ArrayBuffer>;
 }
 
+/**
+ * Checks micro-batches before a step: at least one, each named field holding B * T values,
+ * and a loss mask that selects something. Returns the number of loss tokens (the mask's sum).
+ */
+export function lossTokens<K extends string>(what: string, batches: readonly (TokenBatch & Record<K, ArrayLike<number>>)[], fields: readonly K[]): number {
+  if (batches.length === 0) throw new Error(`${what}: no micro-batch`);
+  let tokens = 0;
+  batches.forEach((b, i) => {
+    const n = b.B * b.T;
+    for (const k of ['tokens', 'targets', 'mask', ...fields] as const) {
+      const len = (b as unknown as Record<string, ArrayLike<number>>)[k]!.length;
+      if (len !== n) throw new Error(`${what}: micro-batch ${i}: ${k} has ${len} values, expected B * T = ${n}`);
+    }
+    for (const m of b.mask) tokens += m;
+  });
+  if (tokens === 0) throw new Error(`${what}: the loss mask selects no token`);
+  return tokens;
+}
+
 /** Thrown by the numerics guard: names the step and the tensor that went non-finite. */
 export class NumericsError extends Error {
   override readonly name = 'NumericsError';

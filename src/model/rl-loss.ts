@@ -46,6 +46,9 @@ export interface RlBatch extends TokenBatch {
   refLogp: Float32Array<ArrayBuffer>;
 }
 
+/** The per-token rollout fields of an RlBatch, each (B, T). */
+export const RL_ROLLOUT_FIELDS = ['oldLogp', 'oldValues', 'advantages', 'returns', 'refLogp'] as const;
+
 /** Sums over the masked tokens; divide by `tokens` for means. */
 export interface RlLossSums {
   tokens: number;
