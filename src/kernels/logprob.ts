@@ -81,6 +81,15 @@ function rowStats(logits: ArrayLike<number>, r: number, V: number, invTemp: numb
   return { z, m, logS: Math.log(s), e: se / s };
 }
 
+/** log softmax(invTemp * logits[row])[target] in float64, for one row (no entropy, no allocation). */
+export function rowLogprob(logits: ArrayLike<number>, row: number, V: number, invTemp: number, target: number): number {
+  let m = -Infinity;
+  for (let i = 0; i < V; i++) m = Math.max(m, invTemp * logits[row * V + i]!);
+  let s = 0;
+  for (let i = 0; i < V; i++) s += Math.exp(invTemp * logits[row * V + i]! - m);
+  return invTemp * logits[row * V + target]! - m - Math.log(s);
+}
+
 /** float64 reference of logprobForward: logp (BT), entropy (BT). */
 export function logprobEntropyRef(
   logp: Float64Array,

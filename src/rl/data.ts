@@ -7,6 +7,7 @@
  * Batches are right-padded: causal attention means padding after a sequence never changes its
  * rows, and positions count from 0 at each sequence's first token, as in left-padded generation.
  */
+import type { PolicyBackend } from '../model/backend';
 import type { TokenBatch } from '../model/optim';
 import type { Tokenizer } from '../tokenizer';
 
@@ -49,6 +50,20 @@ export function completionBatch(seqs: readonly Sequence[], padId: number, maxT: 
     }
   });
   return { B, T, tokens, targets, mask };
+}
+
+/** Sequences per micro-batch on the cpu backend. */
+export const CPU_MICRO = 4;
+
+/**
+ * The micro-batches of one optimizer step. On the cpu backend the items are sorted by length and
+ * cut into groups of CPU_MICRO (gradient accumulation), so short sequences are not padded to
+ * the longest: cost is proportional to B x T there. The GPU trainer needs one shape per step
+ * and gets one group.
+ */
+export function stepGroups<T>(items: readonly T[], length: (x: T) => number, backend: Pick<PolicyBackend, 'kind'>): T[][] {
+  if (backend.kind !== 'cpu') return [[...items]];
+  return chunks([...items].sort((a, b) => length(a) - length(b)), CPU_MICRO);
 }
 
 /** Splits `xs` into chunks of at most `size`. */

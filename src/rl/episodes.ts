@@ -4,9 +4,10 @@
  * Here: evaluating sequences under a model (per-action log-probs at the sampling temperature and
  * values, from one forward pass), and packing episodes into RlBatches.
  */
+import { rowLogprob } from '../kernels/logprob';
 import type { PolicyBackend } from '../model/backend';
 import type { RlBatch } from '../model/rl-loss';
-import { chunks, completionBatch, type Sequence } from './data';
+import { chunks, completionBatch, stepGroups, type Sequence } from './data';
 
 export interface Episode {
   seq: Sequence;
@@ -41,11 +42,7 @@ export async function scoreActions(backend: PolicyBackend, seqs: readonly Sequen
       const vs = new Float64Array(n);
       for (let a = 0; a < n; a++) {
         const row = i * b.T + s.promptLength + a - 1;
-        let m = -Infinity;
-        for (let k = 0; k < V; k++) m = Math.max(m, invTemp * out.logits[row * V + k]!);
-        let sum = 0;
-        for (let k = 0; k < V; k++) sum += Math.exp(invTemp * out.logits[row * V + k]! - m);
-        lp[a] = invTemp * out.logits[row * V + s.ids[s.promptLength + a]!]! - m - Math.log(sum);
+        lp[a] = rowLogprob(out.logits, row, V, invTemp, s.ids[s.promptLength + a]!);
         vs[a] = out.values[row]!;
       }
       logp.push(lp);
@@ -74,13 +71,7 @@ export function packEpisodes(eps: readonly Episode[], padId: number, maxT: numbe
   return b;
 }
 
-/**
- * A minibatch as the backend wants it: on the cpu backend length-sorted micro-batches of
- * `micro` episodes (cost follows B x T there), on the GPU one batch (one shape per step).
- */
-export function episodeBatches(eps: readonly Episode[], backend: Pick<PolicyBackend, 'kind' | 'config'>, padId: number, micro = 4): RlBatch[] {
-  const maxT = backend.config.contextLength;
-  if (backend.kind !== 'cpu') return [packEpisodes(eps, padId, maxT)];
-  const sorted = [...eps].sort((a, b) => a.seq.ids.length - b.seq.ids.length);
-  return chunks(sorted, micro).map((part) => packEpisodes(part, padId, maxT));
+/** A minibatch as the backend wants it: its micro-batches (stepGroups) of episodes. */
+export function episodeBatches(eps: readonly Episode[], backend: Pick<PolicyBackend, 'kind' | 'config'>, padId: number): RlBatch[] {
+  return stepGroups(eps, (e) => e.seq.ids.length, backend).map((part) => packEpisodes(part, padId, backend.config.contextLength));
 }

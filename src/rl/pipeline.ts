@@ -24,10 +24,9 @@ import { trainTokenizer, type Tokenizer } from '../tokenizer';
 import type { Task } from '../tasks/types';
 import { checkAlarms } from './alarms';
 import type { RlConfig } from './config';
-import { encodeExample } from './data';
 import { evaluate, type EvalResult } from './evaluate';
 import { KlController } from './ppo';
-import { ppoIteration, type Metrics } from './ppo-loop';
+import { ppoIteration, toSequence, type Metrics } from './ppo-loop';
 import { NoPairsError, trainRewardModel, type LabelledSample, type RmResult } from './reward-model';
 import { sampleTasks } from './sample';
 import type { ExploreHook } from './explore-hook';
@@ -128,7 +127,7 @@ export async function runPipeline(o: PipelineOptions): Promise<Summary> {
   const tok = trainTokenizer([...set.train, ...set.val].map((t) => t.prompt + t.demonstration), { vocabSize: cfg.model.vocabSize });
   await writeJson(store, 'tokenizer.json', tok.toJSON());
   const model: ModelConfig = { ...cfg.model, vocabSize: tok.vocabSize };
-  const longest = Math.max(...[...set.train, ...set.val, ...set.rl, ...set.heldout].map((t) => encodeExample(tok, t.prompt, '', false).ids.length));
+  const longest = Math.max(...[...set.train, ...set.val, ...set.rl, ...set.heldout].map((t) => tok.encode(t.prompt).length));
   const room = Math.max(cfg.rl.maxNewTokens, cfg.eval.maxNewTokens);
   if (longest + room > model.contextLength) throw new Error(`the longest prompt has ${longest} tokens; with ${room} new tokens it exceeds the context of ${model.contextLength}`);
   emit('setup', 1, `${set.train.length} train, ${set.val.length} val, ${set.rl.length} rl, ${set.heldout.length} held-out tasks; vocabulary ${tok.vocabSize}`);
@@ -210,7 +209,7 @@ export async function runPipeline(o: PipelineOptions): Promise<Summary> {
         const recs = await scoreRollouts(o.scorer, usable, cfg.reward);
         samples = usable.map((x, i) => ({
           task_id: x.task.task_id,
-          seq: { ids: [...x.prompt, ...x.tokens], promptLength: x.prompt.length },
+          seq: toSequence(x),
           label: recs[i]!.tests_passed / Math.max(1, recs[i]!.tests_total) + (recs[i]!.passed ? 1 : 0),
         }));
       } finally {

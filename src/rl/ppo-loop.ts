@@ -11,7 +11,7 @@ import type { RewardComponent } from '../reward/reward';
 import type { ScoreRecord } from '../sandbox/score';
 import type { Tokenizer } from '../tokenizer';
 import type { Task } from '../tasks/types';
-import { Rng } from '../util/random';
+import { Rng, shuffle } from '../util/random';
 import type { RlConfig } from './config';
 import { type Sequence } from './data';
 import { actionCount, episodeBatches, scoreActions, type Episode } from './episodes';
@@ -72,16 +72,13 @@ export type Metrics = Record<string, number | string[]>;
 /** The RL tasks for iteration `it`: a seeded pass over the tasks per epoch, `n` at a time. */
 export function iterationTasks(tasks: readonly Task[], it: number, n: number, seed: number): Task[] {
   if (!tasks.length) throw new Error('PPO: the RL split is empty');
+  const orders = new Map<number, number[]>(); // epoch -> its order of the tasks
   const out: Task[] = [];
   for (let k = 0; k < n; k++) {
     const flat = it * n + k;
     const epoch = Math.floor(flat / tasks.length);
-    const order = tasks.map((_, i) => i);
-    const rng = new Rng((seed * 1000003 + epoch) >>> 0);
-    for (let i = order.length - 1; i > 0; i--) {
-      const j = Math.floor(rng.next() * (i + 1));
-      [order[i], order[j]] = [order[j]!, order[i]!];
-    }
+    let order = orders.get(epoch);
+    if (!order) orders.set(epoch, (order = shuffle(tasks.map((_, i) => i), new Rng((seed * 1000003 + epoch) >>> 0))));
     out.push(tasks[order[flat % tasks.length]!]!);
   }
   return out;
@@ -190,11 +187,7 @@ export async function ppoIteration(ctx: PpoContext, it: number, kl: KlController
   let epochsRun = 0;
   let stoppedAtKl = false;
   for (let e = 0; e < rl.epochs && !stoppedAtKl; e++) {
-    const order = episodes.map((_, i) => i);
-    for (let i = order.length - 1; i > 0; i--) {
-      const j = Math.floor(rng.next() * (i + 1));
-      [order[i], order[j]] = [order[j]!, order[i]!];
-    }
+    const order = shuffle(episodes.map((_, i) => i), rng);
     for (let m = 0; m < order.length; m += rl.minibatch) {
       const mb = order.slice(m, m + rl.minibatch).map((i) => episodes[i]!);
       const out = await policy.rlStep(episodeBatches(mb, policy, tok.padId), loss);

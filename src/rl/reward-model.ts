@@ -21,6 +21,7 @@ import { Rng } from '../util/random';
 import type { RewardModelConfig } from './config';
 import { actionCount, scoreActions } from './episodes';
 import { completionBatch, type Sequence } from './data';
+import { meanStd } from './ppo';
 import { hashString } from './tasks/families';
 
 export interface LabelledSample {
@@ -154,9 +155,7 @@ export async function trainRewardModel(rm: PolicyBackend, samples: readonly Labe
     await hooks.onPoint?.(point);
   }
   const scores = await rmScores(rm, samples.map((s) => s.seq), padId);
-  const trainScores = trainIdx.map((i) => scores[i]!);
-  const mean = trainScores.reduce((a, b) => a + b, 0) / Math.max(1, trainScores.length);
-  const std = Math.sqrt(trainScores.reduce((a, b) => a + (b - mean) ** 2, 0) / Math.max(1, trainScores.length));
+  const { mean, std } = meanStd(trainIdx.map((i) => scores[i]!));
   return {
     params: await rm.getParams(),
     heldoutAccuracy: pairAccuracy(heldPairs, scores),

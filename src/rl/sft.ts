@@ -7,9 +7,10 @@
 import type { PolicyBackend } from '../model/backend';
 import type { TokenBatch } from '../model/optim';
 import type { Tokenizer } from '../tokenizer';
-import { Rng } from '../util/random';
+import { Rng, shuffle } from '../util/random';
 import type { SftConfig } from './config';
-import { chunks, completionBatch, encodeExample, type Sequence } from './data';
+import { completionBatch, encodeExample, stepGroups, type Sequence } from './data';
+import { scoreActions } from './episodes';
 import type { GeneratedTask } from './tasks';
 
 export interface SftPoint {
@@ -32,41 +33,22 @@ export function sftSequences(tok: Tokenizer, tasks: readonly GeneratedTask[]): S
   return tasks.map((t) => encodeExample(tok, t.prompt, t.demonstration));
 }
 
-/** Mean masked cross-entropy of `seqs` under the backend's current parameters (forward only). */
+/** Mean cross-entropy of the completion tokens of `seqs` under the backend's current parameters (forward only). */
 export async function validationLoss(backend: PolicyBackend, seqs: readonly Sequence[], padId: number, batch: number): Promise<number> {
-  const V = backend.config.vocabSize;
+  const { logp } = await scoreActions(backend, seqs, padId, 1, batch);
   let sum = 0;
   let n = 0;
-  for (const part of chunks(seqs, batch)) {
-    const b = completionBatch(part, padId, backend.config.contextLength);
-    const { logits } = await backend.forward({ tokens: b.tokens, B: b.B, T: b.T });
-    for (let r = 0; r < b.B * b.T; r++) {
-      if (!b.mask[r]) continue;
-      let m = -Infinity;
-      for (let i = 0; i < V; i++) m = Math.max(m, logits[r * V + i]!);
-      let s = 0;
-      for (let i = 0; i < V; i++) s += Math.exp(logits[r * V + i]! - m);
-      sum += m + Math.log(s) - logits[r * V + b.targets[r]!]!;
-      n++;
-    }
+  for (const lp of logp) {
+    for (const x of lp) sum -= x;
+    n += lp.length;
   }
   return sum / n;
 }
 
-/**
- * The step's micro-batches. On the cpu backend the sequences are sorted by length and cut into
- * micro-batches of CPU_MICRO (gradient accumulation), so short sequences are not padded to the
- * longest: cost is proportional to B x T there. The GPU trainer needs one shape per step and
- * gets one batch.
- */
+/** The step's micro-batches (stepGroups) of SFT sequences. */
 export function microBatches(seqs: Sequence[], padId: number, backend: Pick<PolicyBackend, 'kind' | 'config'>): TokenBatch[] {
-  const maxT = backend.config.contextLength;
-  if (backend.kind !== 'cpu') return [completionBatch(seqs, padId, maxT)];
-  const sorted = [...seqs].sort((a, b) => a.ids.length - b.ids.length);
-  return chunks(sorted, CPU_MICRO).map((part) => completionBatch(part, padId, maxT));
+  return stepGroups(seqs, (s) => s.ids.length, backend).map((part) => completionBatch(part, padId, backend.config.contextLength));
 }
-
-const CPU_MICRO = 4;
 
 export interface SftHooks {
   onPoint?: (p: SftPoint) => void | Promise<void>;
@@ -84,13 +66,7 @@ export async function runSft(backend: PolicyBackend, tok: Tokenizer, train: read
   const nextBatch = (): Sequence[] => {
     const out: Sequence[] = [];
     while (out.length < Math.min(cfg.batch, trainSeqs.length)) {
-      if (!order.length) {
-        order = trainSeqs.map((_, i) => i);
-        for (let i = order.length - 1; i > 0; i--) {
-          const j = Math.floor(rng.next() * (i + 1));
-          [order[i], order[j]] = [order[j]!, order[i]!];
-        }
-      }
+      if (!order.length) order = shuffle(trainSeqs.map((_, i) => i), rng);
       out.push(trainSeqs[order.pop()!]!);
     }
     return out;

@@ -28,6 +28,15 @@ export class Rng {
   }
 }
 
+/** Shuffles `xs` in place (Fisher-Yates, drawing from `rng`) and returns it. */
+export function shuffle<T>(xs: T[], rng: Rng): T[] {
+  for (let i = xs.length - 1; i > 0; i--) {
+    const j = Math.floor(rng.next() * (i + 1));
+    [xs[i], xs[j]] = [xs[j]!, xs[i]!];
+  }
+  return xs;
+}
+
 /** A standard normal sample from `rng` (Box-Muller; one of the pair is discarded for simplicity). */
 export function gaussian(rng: Rng): number {
   let u = 0;

@@ -9,7 +9,7 @@
  * trains on, while every kind of function is taught.
  */
 import type { Task } from '../../tasks/types';
-import { Rng } from '../../util/random';
+import { Rng, shuffle } from '../../util/random';
 import { allConcepts, TEMPLATES, type Concept } from './concepts';
 import { FAMILIES, makeTask, type Family, type GeneratedTask, type Split } from './families';
 
@@ -47,14 +47,6 @@ export interface TaskSet {
   val: GeneratedTask[];
   rl: GeneratedTask[];
   heldout: GeneratedTask[];
-}
-
-function shuffle<T>(xs: T[], rng: Rng): T[] {
-  for (let i = xs.length - 1; i > 0; i--) {
-    const j = Math.floor(rng.next() * (i + 1));
-    [xs[i], xs[j]] = [xs[j]!, xs[i]!];
-  }
-  return xs;
 }
 
 /** concept key -> split (train or rl or heldout), seeded and stratified by template. */
