@@ -1,20 +1,11 @@
-import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest';
-import type { Browser } from 'playwright-core';
-import { launch, openPage } from './browser';
+import { describe, expect, test } from 'vitest';
+import { chromiumSession } from './browser';
 
-let browser: Browser;
-const url = inject('baseUrl');
-
-beforeAll(async () => {
-  browser = await launch();
-});
-afterAll(async () => {
-  await browser?.close();
-});
+const open = chromiumSession();
 
 describe('the lab in Chromium with WebGPU', () => {
   test('finds the adapter, passes the self-check, shows the layout and Monaco, with a clean console', async () => {
-    const { page, errors, screenshot } = await openPage(browser, url);
+    const { page, errors, screenshot } = await open();
     const status = page.getByTestId('gpu-status');
     await expect.poll(() => status.getAttribute('data-state'), { timeout: 60_000 }).toMatch(/ready|check-failed|unavailable/);
     await screenshot('app-ready');
@@ -43,7 +34,7 @@ describe('the lab in Chromium with WebGPU', () => {
   });
 
   test('device loss is reported with its reason and the device can be re-created', async () => {
-    const { page, errors, screenshot } = await openPage(browser, url);
+    const { page, errors, screenshot } = await open();
     const status = page.getByTestId('gpu-status');
     await expect.poll(() => status.getAttribute('data-state'), { timeout: 60_000 }).toBe('ready');
     await page.getByText('Diagnostics').click();
@@ -61,7 +52,7 @@ describe('the lab in Chromium with WebGPU', () => {
   });
 
   test('without WebGPU the page says so and what to do', async () => {
-    const { page, errors, screenshot } = await openPage(browser, url, () => {
+    const { page, errors, screenshot } = await open(() => {
       Object.defineProperty(Navigator.prototype, 'gpu', { get: () => undefined, configurable: true });
     });
     const problem = page.getByTestId('gpu-problem');

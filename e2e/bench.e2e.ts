@@ -1,20 +1,11 @@
-import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest';
-import type { Browser } from 'playwright-core';
-import { launch, openPage } from './browser';
+import { describe, expect, test } from 'vitest';
+import { chromiumSession } from './browser';
 
-let browser: Browser;
-const url = inject('baseUrl');
-
-beforeAll(async () => {
-  browser = await launch();
-});
-afterAll(async () => {
-  await browser?.close();
-});
+const open = chromiumSession();
 
 describe('the Benchmarks panel in Chromium', () => {
   test('runs the engine bench against TF.js on the same adapter and shows positive figures for both', async () => {
-    const { page, errors, screenshot } = await openPage(browser, url);
+    const { page, errors, screenshot } = await open();
     await expect.poll(() => page.getByTestId('gpu-status').getAttribute('data-state'), { timeout: 60_000 }).toBe('ready');
     const bench = page.getByTestId('bench');
     await page.getByTestId('bench-run').click();

@@ -5,6 +5,7 @@
 import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
+import { afterAll, beforeAll, inject } from 'vitest';
 
 export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 export const SCREENSHOTS = join(import.meta.dirname, '..', 'test-results', 'screenshots');
@@ -58,5 +59,24 @@ export async function openPage(browser: Browser, url: string, init?: () => void)
       await page.screenshot({ path, fullPage: true });
       return path;
     },
+  };
+}
+
+/**
+ * One Chromium for the calling test file: launched before its tests and closed after them.
+ * Returns a function that opens a watched page on the app this e2e run serves (serve.ts).
+ */
+export function chromiumSession(): (init?: () => void) => Promise<WatchedPage> {
+  let browser: Browser | undefined;
+  const url = inject('baseUrl');
+  beforeAll(async () => {
+    browser = await launch();
+  });
+  afterAll(async () => {
+    await browser?.close();
+  });
+  return (init) => {
+    if (!browser) throw new Error('chromiumSession: the browser is not launched yet (open pages inside tests)');
+    return openPage(browser, url, init);
   };
 }

@@ -5,8 +5,8 @@
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest';
-import type { Browser, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import type { Page } from 'playwright-core';
 import { corpusTokenizer } from '../src/app/checkpoints';
 import { encodeCheckpoint } from '../src/checkpoint';
 import { loadModel, saveModel } from '../src/model/checkpoint';
@@ -14,17 +14,15 @@ import { MODEL_PRESETS, type ModelConfig } from '../src/model/config';
 import { initParams } from '../src/model/init';
 import { paramTable } from '../src/model/params';
 import { trainTokenizer } from '../src/tokenizer';
-import { launch, openPage, SCREENSHOTS } from './browser';
+import { chromiumSession, SCREENSHOTS } from './browser';
 
-let browser: Browser;
+const open = chromiumSession();
 let dir: string;
-const url = inject('baseUrl');
 const files = { valid: '', corrupt: '', notCheckpoint: '', mismatched: '' };
 let validBytes: Uint8Array;
 let importedConfig: ModelConfig;
 
 beforeAll(async () => {
-  browser = await launch();
   dir = await mkdtemp(join(tmpdir(), 'coderl-e2e-ckpt-'));
   const tokenizer = trainTokenizer(['const total = items.reduce((sum, x) => sum + x, 0);\n'.repeat(4)], { vocabSize: 300 });
   importedConfig = { nLayer: 1, dModel: 32, nHead: 2, contextLength: 64, vocabSize: tokenizer.vocabSize };
@@ -45,7 +43,6 @@ beforeAll(async () => {
   await writeFile(files.mismatched, mismatched);
 });
 afterAll(async () => {
-  await browser?.close();
   if (dir) await rm(dir, { recursive: true, force: true });
 });
 
@@ -99,7 +96,7 @@ async function exported(page: Page, name: string): Promise<Uint8Array> {
 
 describe('the Checkpoints panel in Chromium', () => {
   test('creates, persists, imports, rejects bad files, exports and deletes (OPFS)', async () => {
-    const { page, errors, screenshot } = await openPage(browser, url);
+    const { page, errors, screenshot } = await open();
     await panelReady(page, 'opfs');
     expect(await page.getByTestId('ckpt-store').textContent()).toMatch(/Origin Private File System \(OPFS\)/);
     expect(await names(page)).toEqual([]);
@@ -175,7 +172,7 @@ describe('the Checkpoints panel in Chromium', () => {
   });
 
   test('falls back to IndexedDB without OPFS, and says so', async () => {
-    const { page, errors } = await openPage(browser, url, () => {
+    const { page, errors } = await open(() => {
       delete (StorageManager.prototype as { getDirectory?: unknown }).getDirectory;
     });
     await panelReady(page, 'indexeddb');

@@ -4,20 +4,12 @@
  * bar each, ends with the summary, and its run directory stays in OPFS across a reload; a
  * stopped run resumes where it stopped (in the IndexedDB fallback, which holds the same files).
  */
-import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest';
-import type { Browser, Page } from 'playwright-core';
-import { launch, openPage } from './browser';
+import { describe, expect, test } from 'vitest';
+import type { Page } from 'playwright-core';
+import { chromiumSession } from './browser';
 import { MINI_RUN } from '../src/rl/testing';
 
-let browser: Browser;
-const url = inject('baseUrl');
-
-beforeAll(async () => {
-  browser = await launch();
-});
-afterAll(async () => {
-  await browser?.close();
-});
+const open = chromiumSession();
 
 const MINI = MINI_RUN;
 const PHASES = ['setup', 'sft', 'sft-eval', 'rm-samples', 'rm', 'ppo', 'eval'];
@@ -44,7 +36,7 @@ const value = async (page: Page, id: string): Promise<number> => Number(await pa
 
 describe('the Experiment panel in Chromium', () => {
   test('validates overrides, runs a miniature pipeline through every phase, and keeps the run in OPFS across a reload', async () => {
-    const { page, errors, screenshot } = await openPage(browser, url);
+    const { page, errors, screenshot } = await open();
     await expect.poll(() => page.getByTestId('gpu-status').getAttribute('data-state'), { timeout: 60_000 }).toBe('ready');
     const overrides = page.getByLabel('Overrides (JSON)');
     const start = page.getByTestId('exp-start');
@@ -130,7 +122,7 @@ describe('the Experiment panel in Chromium', () => {
   }, 600_000);
 
   test('a stopped run resumes without redoing finished stages (IndexedDB fallback)', async () => {
-    const { page, errors, screenshot } = await openPage(browser, url, () => {
+    const { page, errors, screenshot } = await open(() => {
       delete (StorageManager.prototype as { getDirectory?: unknown }).getDirectory;
     });
     await expect.poll(() => page.getByTestId('gpu-status').getAttribute('data-state'), { timeout: 60_000 }).toBe('ready');
@@ -189,7 +181,7 @@ describe('the Experiment panel in Chromium', () => {
   }, 600_000);
 
   test('without WebGPU the run uses the cpu backend and says so', async () => {
-    const { page, errors } = await openPage(browser, url, () => {
+    const { page, errors } = await open(() => {
       Object.defineProperty(Navigator.prototype, 'gpu', { get: () => undefined, configurable: true });
     });
     await expect.poll(() => page.getByTestId('gpu-status').getAttribute('data-state'), { timeout: 60_000 }).toBe('unavailable');

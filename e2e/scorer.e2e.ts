@@ -1,16 +1,8 @@
-import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest';
-import type { Browser, Page } from 'playwright-core';
-import { launch, openPage } from './browser';
+import { describe, expect, test } from 'vitest';
+import type { Page } from 'playwright-core';
+import { chromiumSession } from './browser';
 
-let browser: Browser;
-const url = inject('baseUrl');
-
-beforeAll(async () => {
-  browser = await launch();
-});
-afterAll(async () => {
-  await browser?.close();
-});
+const open = chromiumSession();
 
 const REFERENCE_TOTAL_MIN = 1;
 
@@ -40,7 +32,7 @@ const statuses = async (page: Page): Promise<string[]> =>
 
 describe('the scratch scorer in the Reward panel', () => {
   test('scores the reference, failing, tampering, looping and unparsable completions', async () => {
-    const { page, errors, screenshot } = await openPage(browser, url);
+    const { page, errors, screenshot } = await open();
     const panel = page.getByTestId('panel-reward');
     await panel.waitFor();
     const reference = await page.getByTestId('scorer-completion').inputValue();
@@ -110,7 +102,7 @@ describe('the scratch scorer in the Reward panel', () => {
   });
 
   test('scores the Python task in Pyodide: reference, failing, looping, then the reference again', async () => {
-    const { page, errors, screenshot } = await openPage(browser, url);
+    const { page, errors, screenshot } = await open();
     await page.getByTestId('panel-reward').waitFor();
     await page.getByTestId('scorer-language').selectOption('python');
     expect(await page.getByTestId('scorer-prompt').textContent()).toContain('def is_palindrome(text: str) -> bool:');
@@ -163,7 +155,7 @@ describe('the scratch scorer in the Reward panel', () => {
   }, 300_000);
 
   test('a failure to load the analysis is shown as an alert and the completion is kept', async () => {
-    const { page, errors, screenshot } = await openPage(browser, url);
+    const { page, errors, screenshot } = await open();
     await page.route('**/*.wasm', (route) => (route.request().url().includes('tree-sitter') ? route.fulfill({ status: 404, body: '' }) : route.continue()));
     const text = '  return text.length < 2;\n};\n';
     const r = await score(page, text);
