@@ -4,12 +4,12 @@
  */
 import type { PolicyBackend } from '../model/backend';
 import type { RewardConfig } from '../reward/reward';
-import type { ScoreRecord } from '../sandbox/score';
 import type { Tokenizer } from '../tokenizer';
 import type { Task } from '../tasks/types';
 import type { EvalConfig } from './config';
 import { sampleTasks, type Sample, type SampleOptions } from './sample';
-import { passAtKs, scoreRollouts, type Scorer } from './scorer';
+import { passAtKs, type ScoreRecord } from '../sandbox/score';
+import { scoreRollouts, type Scorer } from './scorer';
 
 export interface EvalResult {
   /** `pass@k` -> value */

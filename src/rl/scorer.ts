@@ -6,7 +6,7 @@ import type { Analyzer } from '../analysis';
 import { annotateRecords } from '../reward/annotate';
 import type { RewardConfig } from '../reward/reward';
 import type { SandboxPool } from '../sandbox/pool';
-import { passAtK, scoreCompletions, type ScoreRecord } from '../sandbox/score';
+import { scoreCompletions, type ScoreRecord } from '../sandbox/score';
 import type { Task } from '../tasks/types';
 
 export interface Scorer {
@@ -26,21 +26,4 @@ export async function scoreRollouts(s: Scorer, items: readonly { task: Task; com
   annotateRecords(records, tasks, completions, s.analyzer, reward);
   records.forEach((r, k) => (r.task_id = items[k]!.task.task_id));
   return records;
-}
-
-/** Unbiased pass@k averaged over tasks, for each k (tasks with fewer than k samples are skipped for that k). */
-export function passAtKs(records: readonly Pick<ScoreRecord, 'task_id' | 'passed'>[], ks: readonly number[]): Record<string, number> {
-  const by = new Map<string, { n: number; c: number }>();
-  for (const r of records) {
-    const t = by.get(r.task_id) ?? { n: 0, c: 0 };
-    t.n++;
-    if (r.passed) t.c++;
-    by.set(r.task_id, t);
-  }
-  const out: Record<string, number> = {};
-  for (const k of ks) {
-    const vals = [...by.values()].filter((t) => t.n >= k).map((t) => passAtK(t.n, t.c, k));
-    out[`pass@${k}`] = vals.length ? vals.reduce((a, b) => a + b, 0) / vals.length : NaN;
-  }
-  return out;
 }

@@ -64,24 +64,33 @@ export function passAtK(n: number, c: number, k: number): number {
   return 1 - p;
 }
 
-export function summarize(records: readonly ScoreRecord[], wall_ms: number): ScoreSummary {
-  const byTask = new Map<string, { n: number; c: number }>();
-  const verdicts: Partial<Record<Verdict, number>> = {};
+/** Unbiased pass@k averaged over tasks, for each k (tasks with fewer than k samples are skipped for that k). */
+export function passAtKs(records: readonly Pick<ScoreRecord, 'task_id' | 'passed'>[], ks: readonly number[]): Record<string, number> {
+  const by = new Map<string, { n: number; c: number }>();
   for (const r of records) {
-    const t = byTask.get(r.task_id) ?? { n: 0, c: 0 };
+    const t = by.get(r.task_id) ?? { n: 0, c: 0 };
     t.n++;
     if (r.passed) t.c++;
-    byTask.set(r.task_id, t);
-    verdicts[r.verdict] = (verdicts[r.verdict] ?? 0) + 1;
+    by.set(r.task_id, t);
   }
-  const perTask = [...byTask.values()].map((t) => passAtK(t.n, t.c, 1));
+  const out: Record<string, number> = {};
+  for (const k of ks) {
+    const vals = [...by.values()].filter((t) => t.n >= k).map((t) => passAtK(t.n, t.c, k));
+    out[`pass@${k}`] = vals.length ? vals.reduce((a, b) => a + b, 0) / vals.length : NaN;
+  }
+  return out;
+}
+
+export function summarize(records: readonly ScoreRecord[], wall_ms: number): ScoreSummary {
+  const verdicts: Partial<Record<Verdict, number>> = {};
+  for (const r of records) verdicts[r.verdict] = (verdicts[r.verdict] ?? 0) + 1;
   const passed = records.filter((r) => r.passed).length;
   return {
     completions: records.length,
     passed,
     failed: records.length - passed,
-    tasks: byTask.size,
-    pass_at_1: perTask.length ? perTask.reduce((a, b) => a + b, 0) / perTask.length : 0,
+    tasks: new Set(records.map((r) => r.task_id)).size,
+    pass_at_1: records.length ? passAtKs(records, [1])['pass@1']! : 0,
     verdicts,
     wall_ms: Math.round(wall_ms),
     programs_per_s: wall_ms > 0 ? Math.round((records.length / wall_ms) * 1000 * 10) / 10 : 0,
