@@ -26,8 +26,16 @@ describe('coderl train / eval', () => {
     for (const f of ['config.json', 'metrics.jsonl', 'tasks/heldout.jsonl', 'sft.ckpt', 'policy.ckpt', 'rollouts/iter-0001.jsonl']) expect(existsSync(join(dir, f)), f).toBe(true);
 
     const e = capture();
-    expect(await main(['eval', '--suite', join(dir, 'tasks/heldout.jsonl'), '--checkpoint', join(dir, 'policy.ckpt'), '--k', '1,2', '--samples', '2', '--max-new-tokens', '10', '--workers', '2'], e.io)).toBe(0);
+    expect(await main(['eval', '--suite', join(dir, 'tasks/heldout.jsonl'), '--checkpoint', join(dir, 'policy.ckpt'), '--k', '1,2', '--samples', '2', '--max-new-tokens', '10', '--workers', '2', '--out', join(dir, 'eval.jsonl')], e.io)).toBe(0);
     expect(e.out.join('\n')).toMatch(/spec: pass@1 [\d.]+/);
+    const heldout = readFileSync(join(dir, 'tasks/heldout.jsonl'), 'utf8').trim().split('\n');
+    const recs = readFileSync(join(dir, 'eval.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+    expect(recs).toHaveLength(2 * heldout.length);
+    for (const r of recs) {
+      expect(typeof r.completion).toBe('string');
+      expect(['eos', 'stop', 'length', 'no-token']).toContain(r.finish);
+      expect(typeof r.passed).toBe('boolean');
+    }
     expect(e.out).toEqual(expect.arrayContaining([expect.stringMatching(/^pass@1: [\d.]+$/), expect.stringMatching(/^pass@2: [\d.]+$/)]));
   }, 180_000);
 

@@ -23,7 +23,7 @@ export const evalCommand: Command = {
     'Samples N completions per task (default: the largest k) from the checkpoint\'s policy, runs them in',
     'the sandbox pool and prints the unbiased pass@k estimate (Chen et al. 2021) averaged over tasks,',
     'per task family when the suite has them. The checkpoint must carry its tokenizer (coderl train',
-    'writes sft.ckpt and policy.ckpt that way). --out writes one scored record per sample.',
+    'writes sft.ckpt and policy.ckpt that way). --out writes one scored record per sample, with its\ncompletion text and why generation stopped.',
   ].join('\n'),
   options: {
     suite: { type: 'string', description: 'suite JSONL (plain or .gz)', value: 'S' },
@@ -86,7 +86,11 @@ export const evalCommand: Command = {
     try {
       const t0 = performance.now();
       const r = await evaluate(policy, tok, suite.items, { samples, temperature, k: ks, maxNewTokens }, { pool, analyzer }, DEFAULT_REWARD, seed);
-      if (typeof options.out === 'string') await writeFile(options.out, r.records.map((x) => JSON.stringify(x)).join('\n') + '\n');
+      if (typeof options.out === 'string') {
+        // records and rollouts are in the same order: each record gets the completion it scored
+        const lines = r.records.map((x, i) => JSON.stringify({ ...x, completion: r.rollouts[i]!.completion, finish: r.rollouts[i]!.finish }));
+        await writeFile(options.out, lines.join('\n') + '\n');
+      }
       io.out(`suite: ${suitePath} (${r.tasks} tasks), ${samples} samples per task at temperature ${temperature}, ${((performance.now() - t0) / 1000).toFixed(1)} s`);
       for (const [fam, v] of Object.entries(r.byFamily)) io.out(`  ${fam}: pass@1 ${v.toFixed(4)}`);
       for (const [k, v] of Object.entries(r.passAtK)) io.out(`${k}: ${v.toFixed(4)}`);
