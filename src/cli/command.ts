@@ -1,4 +1,5 @@
 /** A small command framework over node:util parseArgs: every command has --help, typed options and clear errors. */
+import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 
 export interface OptionSpec {
@@ -29,6 +30,29 @@ export interface Command {
 /** Thrown for bad command-line input; printed without a stack, exit code 2. */
 export class UsageError extends Error {
   override readonly name = 'UsageError';
+}
+
+/**
+ * An integer option of `coderl CMD`, at least `min`; undefined when absent. The error names the
+ * command, the flag and the value given.
+ */
+export function intOption(cmd: string, options: Options, name: string, min: number): number | undefined {
+  const v = options[name];
+  if (v === undefined) return undefined;
+  const n = Number(v);
+  if (typeof v !== 'string' || !Number.isInteger(n) || n < min) {
+    throw new UsageError(`coderl ${cmd}: --${name} must be ${min === 1 ? 'a positive integer' : `an integer >= ${min}`}, got '${String(v)}'`);
+  }
+  return n;
+}
+
+/** A file named on the command line, as bytes; an unreadable one is a usage error naming it (and `what` it was for). */
+export async function readInput(cmd: string, path: string, what = ''): Promise<Uint8Array> {
+  try {
+    return new Uint8Array(await readFile(path));
+  } catch (e) {
+    throw new UsageError(`coderl ${cmd}: cannot read ${what ? `${what} ` : ''}${path}: ${(e as Error).message}`);
+  }
 }
 
 export function commandHelp(c: Command): string {

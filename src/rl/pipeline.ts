@@ -33,7 +33,7 @@ import type { ExploreHook } from './explore-hook';
 import { scoreRollouts, type Scorer } from './scorer';
 import { runSft } from './sft';
 import { readJson, writeJson, type RunStore } from './store';
-import { buildTaskSet, suiteJsonl, type GeneratedTask, type TaskSet } from './tasks';
+import { buildTaskSet, suiteJsonl, type GeneratedTask } from './tasks';
 
 export type Phase = 'setup' | 'sft' | 'sft-eval' | 'rm-samples' | 'rm' | 'ppo' | 'eval' | 'done';
 

@@ -1,4 +1,4 @@
-import { readFile, writeFile } from 'node:fs/promises';
+import { writeFile } from 'node:fs/promises';
 import { createAnalyzer } from '../../analysis';
 import { nodeWasmLoader } from '../../analysis/wasm-node';
 import { nodeProvider } from '../../gpu/node';
@@ -12,8 +12,8 @@ import { createNodePool, defaultPoolSize } from '../../sandbox/pool.node';
 import { loadSuite } from '../../tasks/suite';
 import { formatIssue } from '../../tasks/types';
 import { Tokenizer } from '../../tokenizer';
-import { UsageError, type Command } from '../command';
-import { backendOption, intOption } from './train';
+import { intOption, readInput, UsageError, type Command } from '../command';
+import { backendOption } from './train';
 
 export const evalCommand: Command = {
   name: 'eval',
@@ -55,22 +55,11 @@ export const evalCommand: Command = {
     const backend = backendOption('eval', options.backend);
     const workers = intOption('eval', options, 'workers', 1) ?? defaultPoolSize();
 
-    let bytes: Uint8Array;
-    try {
-      bytes = new Uint8Array(await readFile(ckptPath));
-    } catch (e) {
-      throw new UsageError(`coderl eval: cannot read ${ckptPath}: ${(e as Error).message}`);
-    }
+    const bytes = await readInput('eval', ckptPath);
     const snap = loadModel(bytes);
     if (!snap.tokenizer) throw new UsageError(`coderl eval: ${ckptPath} carries no tokenizer; it cannot be sampled from text prompts`);
     const tok = Tokenizer.fromJSON(snap.tokenizer);
-    let suiteBytes: Uint8Array;
-    try {
-      suiteBytes = new Uint8Array(await readFile(suitePath));
-    } catch (e) {
-      throw new UsageError(`coderl eval: cannot read ${suitePath}: ${(e as Error).message}`);
-    }
-    const suite = await loadSuite(suiteBytes, suitePath);
+    const suite = await loadSuite(await readInput('eval', suitePath), suitePath);
     for (const i of suite.issues) io.err(`coderl eval: ${formatIssue(i)}`);
     if (!suite.items.length) throw new UsageError(`coderl eval: ${suitePath} holds no valid task`);
     const maxNew = intOption('eval', options, 'max-new-tokens', 1) ?? 48;

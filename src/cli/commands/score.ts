@@ -1,4 +1,4 @@
-import { readFile, writeFile } from 'node:fs/promises';
+import { writeFile } from 'node:fs/promises';
 import { createAnalyzer } from '../../analysis';
 import { nodeWasmLoader } from '../../analysis/wasm-node';
 import { annotateRecords, cacheLine, rewardSummary } from '../../reward/annotate';
@@ -9,23 +9,7 @@ import { scoreCompletions, summarize, type ScoreRecord, type ScoreSummary } from
 import { loadCompletions } from '../../tasks/completions';
 import { canonicalCompletions, loadSuite } from '../../tasks/suite';
 import { formatIssue, type Completion, type LoadIssue } from '../../tasks/types';
-import { UsageError, type Command, type Io, type Options } from '../command';
-
-function positiveInt(options: Options, name: string): number | undefined {
-  const v = options[name];
-  if (v === undefined) return undefined;
-  const n = Number(v);
-  if (typeof v !== 'string' || !Number.isInteger(n) || n < 1) throw new UsageError(`coderl score: --${name} must be a positive integer, got '${String(v)}'`);
-  return n;
-}
-
-async function readBytes(path: string): Promise<Uint8Array> {
-  try {
-    return new Uint8Array(await readFile(path));
-  } catch (e) {
-    throw new UsageError(`coderl score: cannot read ${path}: ${(e as Error).message}`);
-  }
-}
+import { intOption, readInput, UsageError, type Command, type Io } from '../command';
 
 function summaryLines(s: ScoreSummary, records: ScoreRecord[], workers: number): string[] {
   const verdicts = Object.entries(s.verdicts).map(([v, n]) => `${v} ${n}`).join(', ');
@@ -72,17 +56,17 @@ export const scoreCommand: Command = {
     if (typeof suitePath !== 'string') throw new UsageError('coderl score: --suite is required');
     const completionsPath = options.completions;
     if ((typeof completionsPath === 'string') === (options.canonical === true)) throw new UsageError('coderl score: give exactly one of --completions and --canonical');
-    const workers = positiveInt(options, 'workers') ?? defaultPoolSize();
-    const timeoutMs = positiveInt(options, 'timeout') ?? DEFAULT_LIMITS.timeoutMs;
+    const workers = intOption('score', options, 'workers', 1) ?? defaultPoolSize();
+    const timeoutMs = intOption('score', options, 'timeout', 1) ?? DEFAULT_LIMITS.timeoutMs;
     const out = typeof options.out === 'string' ? options.out : '-';
     const reward = await rewardOption(options.reward);
     const info: (t: string) => void = out === '-' ? (t) => io.err(t) : (t) => io.out(t);
 
-    const suite = await loadSuite(await readBytes(suitePath), suitePath);
+    const suite = await loadSuite(await readInput('score', suitePath), suitePath);
     const issues: LoadIssue[] = [...suite.issues];
     let completions: Completion[];
     if (typeof completionsPath === 'string') {
-      const loaded = await loadCompletions(await readBytes(completionsPath), completionsPath, suite.items);
+      const loaded = await loadCompletions(await readInput('score', completionsPath), completionsPath, suite.items);
       issues.push(...loaded.issues);
       completions = loaded.items;
     } else {
@@ -125,7 +109,7 @@ async function scoreAndReport(
 /** --reward: a JSON file or inline JSON object, validated (errors name the field). */
 async function rewardOption(value: string | boolean | undefined): Promise<RewardConfig> {
   if (typeof value !== 'string') return DEFAULT_REWARD;
-  const text = value.trim().startsWith('{') ? value : new TextDecoder().decode(await readBytes(value));
+  const text = value.trim().startsWith('{') ? value : new TextDecoder().decode(await readInput('score', value));
   let parsed: unknown;
   try {
     parsed = JSON.parse(text);

@@ -1,4 +1,3 @@
-import { readFile } from 'node:fs/promises';
 import { createAnalyzer } from '../../analysis';
 import { nodeWasmLoader } from '../../analysis/wasm-node';
 import { nodeProvider } from '../../gpu/node';
@@ -8,16 +7,8 @@ import { resolveConfig, RlConfigError, RL_PRESETS } from '../../rl/config';
 import { runPipeline, type PipelineEvent, type Summary } from '../../rl/pipeline';
 import { dirStore } from '../../rl/store-node';
 import { createNodePool, defaultPoolSize } from '../../sandbox/pool.node';
-import { UsageError, type Command, type Options } from '../command';
+import { intOption, readInput, UsageError, type Command } from '../command';
 import { exploreHook } from '../../rl/explore-hook';
-
-export function intOption(cmd: string, options: Options, name: string, min: number): number | undefined {
-  const v = options[name];
-  if (v === undefined) return undefined;
-  const n = Number(v);
-  if (typeof v !== 'string' || !Number.isInteger(n) || n < min) throw new UsageError(`coderl ${cmd}: --${name} must be an integer >= ${min}, got '${String(v)}'`);
-  return n;
-}
 
 export function backendOption(cmd: string, v: string | boolean | undefined): BackendKind {
   const b = v === undefined ? 'cpu' : v;
@@ -27,14 +18,7 @@ export function backendOption(cmd: string, v: string | boolean | undefined): Bac
 
 async function overridesOption(v: string | boolean | undefined): Promise<unknown> {
   if (typeof v !== 'string') return {};
-  let text = v;
-  if (!v.trim().startsWith('{')) {
-    try {
-      text = await readFile(v, 'utf8');
-    } catch (e) {
-      throw new UsageError(`coderl train: cannot read --set file ${v}: ${(e as Error).message}`);
-    }
-  }
+  const text = v.trim().startsWith('{') ? v : new TextDecoder().decode(await readInput('train', v, '--set file'));
   try {
     return JSON.parse(text);
   } catch (e) {
