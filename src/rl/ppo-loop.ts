@@ -162,7 +162,7 @@ export async function ppoIteration(ctx: PpoContext, it: number, kl: KlController
   const episodes: Episode[] = [];
   const klPerSeq: number[] = [];
   const grpo = rl.algo === 'grpo';
-  const groupAdv = grpo ? groupAdvantages(scored.map((s) => s.score), scored.map((s) => s.sample.group * 2 + s.turn - 1)) : null;
+  const groupAdv = grpo ? groupAdvantages(scored.map((s) => s.score), scored.map((s) => s.sample.group * 2 + s.turn - 1), rl.groupStd) : null;
   scored.forEach((s, i) => {
     const n = actionCount(seqs[i]!);
     const { rewards, kl: klTok } = tokenRewards(s.score, old.logp[i]!, ref.logp[i]!, grpo ? 0 : kl.coef);

@@ -55,6 +55,10 @@ describe('normalisation', () => {
     expect(adv[1]).toBeCloseTo(-1 / Math.sqrt(3), 5);
     expect(adv[4]).toBe(0); // a group that all scored the same teaches nothing
     expect(() => groupAdvantages([1], [0, 1])).toThrow(/1 scores but 2 group ids/);
+    // Dr. GRPO: centred only, so a group that differs by a hair keeps hair-sized advantages
+    const dr = groupAdvantages([1, 0, 0, 0, 0.01, 0], [0, 0, 0, 0, 1, 1], false);
+    expect(Array.from(dr).map((x) => +x.toFixed(6))).toEqual([0.75, -0.25, -0.25, -0.25, 0.005, -0.005]);
+    expect(Math.abs(groupAdvantages([0.01, 0], [1, 1])[0]!)).toBeCloseTo(1, 3);
   });
   test('explained variance: 1 for a perfect critic, 0 for a constant at the mean, NaN for constant returns', () => {
     expect(explainedVariance([1, 2, 3], [1, 2, 3])).toBeCloseTo(1, 12);

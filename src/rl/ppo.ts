@@ -64,15 +64,18 @@ export function whiten(arrays: Float64Array[], eps = 1e-8): void {
   for (const a of arrays) for (let i = 0; i < a.length; i++) a[i] = (a[i]! - mean) / (std + eps);
 }
 
-/** GRPO: each sample's advantage is its score standardised within its group (same prompt). */
-export function groupAdvantages(scores: readonly number[], groups: readonly number[], eps = 1e-6): Float64Array {
+/**
+ * GRPO: each sample's advantage is its score minus its group's (same prompt's) mean, divided by
+ * the group's standard deviation unless `scale` is false (Dr. GRPO).
+ */
+export function groupAdvantages(scores: readonly number[], groups: readonly number[], scale = true, eps = 1e-6): Float64Array {
   if (scores.length !== groups.length) throw new Error(`groupAdvantages: ${scores.length} scores but ${groups.length} group ids`);
   const by = new Map<number, number[]>();
   scores.forEach((s, i) => by.set(groups[i]!, [...(by.get(groups[i]!) ?? []), s]));
   const stats = new Map([...by].map(([g, xs]) => [g, meanStd(xs)]));
   return Float64Array.from(scores, (s, i) => {
     const { mean, std } = stats.get(groups[i]!)!;
-    return (s - mean) / (std + eps);
+    return scale ? (s - mean) / (std + eps) : s - mean;
   });
 }
 
