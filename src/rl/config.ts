@@ -63,6 +63,12 @@ export interface RlAlgoConfig {
   gamma: number;
   lambda: number;
   whiten: boolean;
+  /**
+   * GRPO: divide each group's centred scores by the group's standard deviation (the GRPO paper);
+   * false only centres them (Dr. GRPO, Liu et al. 2025), so a group whose scores differ by noise
+   * (a lint point, the reward model's jitter) is not blown up to unit advantages.
+   */
+  groupStd: boolean;
   kl: KlConfig;
   /** stop an iteration's epochs early once approx KL exceeds this (0 = never) */
   targetKl: number;
@@ -93,7 +99,7 @@ export interface RlConfig {
   preset: string;
   /** vocabSize here is the tokenizer's maximum; the model uses the trained tokenizer's size */
   model: ModelConfig;
-  tasks: { families: Family[]; heldoutShare: number; rlShare: number; valShare: number; splitBy: 'concept' | 'task'; noise: number };
+  tasks: { families: Family[]; heldoutShare: number; rlShare: number; valShare: number; splitBy: 'concept' | 'task'; noise: number; noiseBugs: 'any' | 'operator' };
   sft: SftConfig;
   rm: RewardModelConfig;
   rl: RlAlgoConfig;
@@ -109,7 +115,7 @@ export class RlConfigError extends Error {
 const TINY: RlConfig = {
   preset: 'tiny',
   model: { nLayer: 2, dModel: 64, nHead: 4, contextLength: 128, vocabSize: 512 },
-  tasks: { families: [...FAMILIES], heldoutShare: 0.25, rlShare: 0.25, valShare: 0.1, splitBy: 'concept', noise: 0 },
+  tasks: { families: [...FAMILIES], heldoutShare: 0.25, rlShare: 0.25, valShare: 0.1, splitBy: 'concept', noise: 0, noiseBugs: 'any' },
   sft: { lr: 3e-3, batch: 16, maxSteps: 500, evalEvery: 25, patience: 5, weightDecay: 0.01 },
   rm: { enabled: true, samplesPerTask: 2, objective: 'bt', steps: 24, batch: 16, lr: 1e-3, heldoutShare: 0.2, weight: 0.1 },
   rl: {
@@ -129,6 +135,7 @@ const TINY: RlConfig = {
     gamma: 1,
     lambda: 0.95,
     whiten: true,
+    groupStd: true,
     kl: { coef: 0.02, adaptive: false, target: 6, horizon: 10000 },
     targetKl: 0.1,
     gradClip: 1,
@@ -178,13 +185,13 @@ const bool: Spec = { kind: 'bool' };
 const oneOf = (...values: string[]): Spec => ({ kind: 'enum', values });
 
 const SCHEMA = {
-  tasks: { heldoutShare: num(0.01, 0.9), rlShare: num(0.01, 0.9), valShare: num(0, 0.9), splitBy: oneOf('concept', 'task'), noise: num(0, 0.99) },
+  tasks: { heldoutShare: num(0.01, 0.9), rlShare: num(0.01, 0.9), valShare: num(0, 0.9), splitBy: oneOf('concept', 'task'), noise: num(0, 0.99), noiseBugs: oneOf('any', 'operator') },
   sft: { lr: num(0, 1), batch: int(1, 4096), maxSteps: int(0, 1e7), evalEvery: int(1, 1e6), patience: int(1, 1000), weightDecay: num(0, 10) },
   rm: { enabled: bool, samplesPerTask: int(2, 1000), objective: oneOf('bt', 'regression'), steps: int(0, 1e6), batch: int(1, 4096), lr: num(0, 1), heldoutShare: num(0.01, 0.9), weight: num(0, 100) },
   rl: {
     algo: oneOf('ppo', 'grpo'), iterations: int(0, 1e6), promptsPerIteration: int(1, 4096), samplesPerPrompt: int(1, 1024), temperature: num(0.01, 10), maxNewTokens: int(1, 4096),
     epochs: int(1, 100), minibatch: int(1, 4096), lr: num(0, 1), clip: num(0.001, 0.999), vclip: num(0, 100), vfCoef: num(0, 100), entCoef: num(0, 10), gamma: num(0, 1), lambda: num(0, 1),
-    whiten: bool, targetKl: num(0, 100), gradClip: num(0, 1e6), evalEvery: int(1, 1e6),
+    whiten: bool, groupStd: bool, targetKl: num(0, 100), gradClip: num(0, 1e6), evalEvery: int(1, 1e6),
   },
   kl: { coef: num(0, 100), adaptive: bool, target: num(0, 1e6), horizon: int(1, 1e9) },
   explore: { syntax: bool, api: oneOf('off', 'bias', 'mask'), apiStrength: num(0, 100), repair: bool },

@@ -63,6 +63,23 @@ export const TEMPLATES: readonly Template[] = [
   arr({ id: 'index', constants: [0, ...FROM1TO8, 9], spec: (c) => `the position of ${c} in a`, body: (c) => `return a.indexOf(${c});`, run: (c, a) => a.indexOf(c), bugs: (c) => [`return a.includes(${c});`, `return a[${c}];`] }),
 ];
 
+/** The integer literals of a body, in order. */
+function literals(body: string): number[] {
+  return [...body.matchAll(/\b\d+\b/g)].map((m) => Number(m[0]));
+}
+
+/**
+ * The concept's bugs that keep its constant: a wrong operation or method (`x - 3` for `x + 3`),
+ * not an off-by-one constant (`x + 4`). What `noiseBugs: 'operator'` draws noisy
+ * demonstrations from, so the noise is a mistake about the template, the same for every
+ * constant, rather than about copying the constant.
+ */
+export function operatorBugs(concept: { template: Template; c: number }): string[] {
+  const { template: t, c } = concept;
+  const inBody = new Set(literals(t.body(c)));
+  return t.bugs(c).filter((b) => !literals(b).some((n) => n === c + 1 && !inBody.has(n)));
+}
+
 export const ARG_NAME: Record<ArgKind, string> = { number: 'x', string: 's', array: 'a' };
 
 export interface Concept {

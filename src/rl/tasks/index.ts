@@ -10,7 +10,7 @@
  */
 import type { Task } from '../../tasks/types';
 import { Rng, shuffle } from '../../util/random';
-import { allConcepts, TEMPLATES, type Concept } from './concepts';
+import { allConcepts, operatorBugs, TEMPLATES, type Concept } from './concepts';
 import { FAMILIES, makeTask, type Family, type GeneratedTask, type Split } from './families';
 
 export { FAMILIES, FAMILY_DOC, type Family, type GeneratedTask, type Split, type TaskMeta } from './families';
@@ -39,6 +39,12 @@ export interface TaskSetOptions {
    * mistakes; SFT imitates them and only execution feedback can tell. Default 0.
    */
   noise?: number;
+  /**
+   * Which bugs a noisy demonstration is drawn from: 'any' of the concept's plausible bugs
+   * (default), or 'operator': only those that keep the constant (a wrong operation, the same
+   * mistake for every constant of the template, which RL on other constants can unlearn).
+   */
+  noiseBugs?: 'any' | 'operator';
 }
 
 export interface TaskSet {
@@ -86,12 +92,15 @@ export function buildTaskSet(opts: TaskSetOptions): TaskSet {
   }
   const noise = opts.noise ?? 0;
   if (!(noise >= 0 && noise < 1)) throw new Error(`task set: noise must be in [0, 1), got ${noise}`);
+  const noiseBugs = opts.noiseBugs ?? 'any';
+  if (noiseBugs !== 'any' && noiseBugs !== 'operator') throw new Error(`task set: noiseBugs must be any or operator, got "${String(noiseBugs)}"`);
   if (noise > 0) {
     const nrng = new Rng(seed ^ 0x6e015e);
+    const concepts = new Map(allConcepts().map((c) => [c.key, c]));
     for (const t of set.train) {
       if (nrng.next() >= noise) continue;
-      const concept = allConcepts().find((c) => c.key === t.meta.concept)!;
-      const bugs = concept.template.bugs(concept.c);
+      const concept = concepts.get(t.meta.concept)!;
+      const bugs = noiseBugs === 'operator' ? operatorBugs(concept) : concept.template.bugs(concept.c);
       t.demonstration = `  ${bugs[Math.floor(nrng.next() * bugs.length)]!}\n}\n`;
       t.meta.noisy = true;
     }

@@ -5,7 +5,7 @@ import { createNodePool } from '../../sandbox/pool.node';
 import { scoreCompletions } from '../../sandbox/score';
 import { parseSuite } from '../../tasks/suite';
 import { buildTaskSet, suiteJsonl, toSuite, type GeneratedTask } from './index';
-import { allConcepts, TEMPLATES } from './concepts';
+import { allConcepts, operatorBugs, TEMPLATES } from './concepts';
 import { FAMILIES } from './families';
 
 let pool: SandboxPool;
@@ -113,5 +113,22 @@ describe('noisy demonstrations', () => {
     for (const t of [...s.rl, ...s.heldout]) expect(t.meta.noisy).toBeUndefined();
     expect(buildTaskSet({ seed: 1 }).train.every((t) => t.demonstration === t.reference)).toBe(true);
     expect(() => buildTaskSet({ seed: 1, noise: 1 })).toThrow(/noise must be in \[0, 1\)/);
+  });
+  test("'operator' noise keeps the constant: a wrong operation, never an off-by-one", () => {
+    for (const c of allConcepts()) {
+      const bugs = operatorBugs(c);
+      expect(bugs.length, c.key).toBeGreaterThan(0);
+      for (const b of bugs) expect(b, c.key).not.toMatch(new RegExp(`\\b${c.c + 1}\\b`));
+    }
+    const add3 = allConcepts().find((c) => c.key === 'add/3')!;
+    expect(operatorBugs(add3)).toEqual(['return x - 3;', 'return x * 3;']);
+    const s = buildTaskSet({ seed: 2, noise: 0.5, noiseBugs: 'operator' });
+    const noisy = [...s.train, ...s.val].filter((t) => t.meta.noisy);
+    expect(noisy.length).toBeGreaterThan(100);
+    for (const t of noisy) {
+      const c = allConcepts().find((x) => x.key === t.meta.concept)!;
+      expect(operatorBugs(c).map((b) => `  ${b}\n}\n`)).toContain(t.demonstration);
+    }
+    expect(() => buildTaskSet({ seed: 1, noise: 0.2, noiseBugs: 'x' as never })).toThrow(/noiseBugs must be any or operator/);
   });
 });
