@@ -2,7 +2,7 @@ import { describe, expect, test } from 'vitest';
 import { linearWorkgroups } from '../gpu/kernel';
 import { expectClose, testRuntime } from '../testing/gpu';
 import { Rng } from '../util/random';
-import { logprobBackward, logprobEntropyBackwardRef, logprobEntropyRef, logprobForward, type LogprobProblem } from './logprob';
+import { logprobBackward, logprobEntropyBackwardRef, logprobEntropyRef, logprobForward, rowLogprob, rowLogprobEntropy, type LogprobProblem } from './logprob';
 
 async function runLogprob(BT: number, V: number, invTemp: number, specs = { fwd: logprobForward, bwd: logprobBackward }): Promise<void> {
   const rt = await testRuntime();
@@ -69,6 +69,20 @@ describe('logprob forward and backward match their float64 references', () => {
 });
 
 describe('logprob references', () => {
+  test('the one-row helpers agree with the batched reference and with -sum p log p', () => {
+    const V = 7;
+    const rng = new Rng(5);
+    const logits = Float64Array.from(rng.float32(2 * V, -3, 3));
+    const lp = new Float64Array(2);
+    const h = new Float64Array(2);
+    logprobEntropyRef(lp, h, logits, [3, 6], 2, V, 0.8);
+    const one = rowLogprobEntropy(logits, 1, V, 0.8, 6);
+    expect(one.logp).toBeCloseTo(lp[1]!, 12);
+    expect(one.entropy).toBeCloseTo(h[1]!, 12);
+    expect(rowLogprob(logits, 1, V, 0.8, 6)).toBeCloseTo(lp[1]!, 12);
+    const p = Array.from({ length: V }, (_, i) => Math.exp(rowLogprob(logits, 1, V, 0.8, i)));
+    expect(one.entropy).toBeCloseTo(-p.reduce((a, q) => a + q * Math.log(q), 0), 12);
+  });
   test('backward equals central differences of sum(dlogp * logp + dentropy * entropy)', () => {
     const BT = 3;
     const V = 5;

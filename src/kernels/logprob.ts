@@ -90,6 +90,12 @@ export function rowLogprob(logits: ArrayLike<number>, row: number, V: number, in
   return invTemp * logits[row * V + target]! - m - Math.log(s);
 }
 
+/** log softmax(invTemp * logits[row])[target] and the row's entropy, in float64, for one row. */
+export function rowLogprobEntropy(logits: ArrayLike<number>, row: number, V: number, invTemp: number, target: number): { logp: number; entropy: number } {
+  const { z, m, logS, e } = rowStats(logits, row, V, invTemp);
+  return { logp: z[target]! - m - logS, entropy: logS - e };
+}
+
 /** float64 reference of logprobForward: logp (BT), entropy (BT). */
 export function logprobEntropyRef(
   logp: Float64Array,

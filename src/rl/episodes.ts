@@ -4,7 +4,7 @@
  * Here: evaluating sequences under a model (per-action log-probs at the sampling temperature and
  * values, from one forward pass), and packing episodes into RlBatches.
  */
-import { rowLogprob } from '../kernels/logprob';
+import { rowLogprob, rowLogprobEntropy } from '../kernels/logprob';
 import type { PolicyBackend } from '../model/backend';
 import type { RlBatch } from '../model/rl-loss';
 import { chunks, completionBatch, stepGroups, type Sequence } from './data';
@@ -29,10 +29,18 @@ export function actionCount(s: Sequence): number {
  * action a (ids[promptLength + a]) is row promptLength + a - 1: the value there is the value of
  * the state the action was taken in.
  */
-export async function scoreActions(backend: PolicyBackend, seqs: readonly Sequence[], padId: number, invTemp: number, batch = 32): Promise<{ logp: Float64Array[]; values: Float64Array[] }> {
+export async function scoreActions(
+  backend: PolicyBackend,
+  seqs: readonly Sequence[],
+  padId: number,
+  invTemp: number,
+  batch = 32,
+  withEntropy = false,
+): Promise<{ logp: Float64Array[]; values: Float64Array[]; entropy: Float64Array[] }> {
   const V = backend.config.vocabSize;
   const logp: Float64Array[] = [];
   const values: Float64Array[] = [];
+  const entropy: Float64Array[] = [];
   for (const part of chunks(seqs, batch)) {
     const b = completionBatch(part, padId, backend.config.contextLength);
     const out = await backend.forward({ tokens: b.tokens, B: b.B, T: b.T });
@@ -40,16 +48,25 @@ export async function scoreActions(backend: PolicyBackend, seqs: readonly Sequen
       const n = actionCount(s);
       const lp = new Float64Array(n);
       const vs = new Float64Array(n);
+      const ent = new Float64Array(withEntropy ? n : 0);
       for (let a = 0; a < n; a++) {
         const row = i * b.T + s.promptLength + a - 1;
-        lp[a] = rowLogprob(out.logits, row, V, invTemp, s.ids[s.promptLength + a]!);
+        const target = s.ids[s.promptLength + a]!;
+        if (withEntropy) {
+          const r = rowLogprobEntropy(out.logits, row, V, invTemp, target);
+          lp[a] = r.logp;
+          ent[a] = r.entropy;
+        } else {
+          lp[a] = rowLogprob(out.logits, row, V, invTemp, target);
+        }
         vs[a] = out.values[row]!;
       }
       logp.push(lp);
       values.push(vs);
+      entropy.push(ent);
     });
   }
-  return { logp, values };
+  return { logp, values, entropy };
 }
 
 /** Packs episodes into one RlBatch (right-padded; the mask selects the actions). */

@@ -20,6 +20,7 @@ import { MINI_RUN } from './testing';
 import { KlController } from './ppo';
 import { ppoIteration, repairPrompt, type RolloutRecord } from './ppo-loop';
 import { runPipeline, StoppedError, type Summary } from './pipeline';
+import { readMetrics, readRollouts, rolloutIterations } from './run-files';
 import { MemoryStore, readJson } from './store';
 import { buildTaskSet } from './tasks';
 
@@ -81,8 +82,23 @@ describe('pipeline', () => {
     const rollout = lines(store, 'rollouts/iter-0001.jsonl')[0] as unknown as RolloutRecord;
     expect(rollout.tokens.length).toBe(rollout.logprobs.length);
     expect(rollout.advantages.length).toBe(rollout.tokens.length);
+    expect(rollout.entropies.length).toBe(rollout.tokens.length);
+    for (const h of rollout.entropies) expect(h).toBeGreaterThanOrEqual(0);
     expect(rollout.reward.components.map((c) => c.name)).toEqual(expect.arrayContaining(['test_pass', 'ast_valid', 'lint', 'reward_model']));
     expect(rollout.reward.total).toBeCloseTo(rollout.reward.components.reduce((a, c) => a + c.contribution, 0), 9);
+
+    // read back the way the app does
+    expect(rolloutIterations([...store.files.keys()])).toEqual([1, 2]);
+    const read = await readMetrics(store);
+    expect(read.map((m) => m.stage)).toEqual(metrics.map((m) => m.stage));
+    const it1 = (await readRollouts(store, 1))!;
+    expect(it1[0]).toEqual(rollout);
+    expect(await readRollouts(store, 9)).toBeNull();
+    const broken = new MemoryStore();
+    await broken.write('rollouts/iter-0001.jsonl', '{"completion":"x","tokens":[],"logprobs":[]}\n{oops\n');
+    await expect(readRollouts(broken, 1)).rejects.toThrow(/rollouts\/iter-0001\.jsonl line 2: not valid JSON/);
+    await broken.write('metrics.jsonl', '{"step":1}\n');
+    await expect(readMetrics(broken)).rejects.toThrow(/metrics\.jsonl line 1: expected an object with a "stage"/);
 
     // rerun of a finished run: its summary, nothing redone
     const before = text(store, 'metrics.jsonl');

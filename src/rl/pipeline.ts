@@ -32,6 +32,7 @@ import { sampleTasks } from './sample';
 import type { ExploreHook } from './explore-hook';
 import { scoreRollouts, type Scorer } from './scorer';
 import { runSft } from './sft';
+import { rolloutFile } from './run-files';
 import { readJson, writeJson, type RunStore } from './store';
 import { buildTaskSet, suiteJsonl, type GeneratedTask } from './tasks';
 
@@ -275,7 +276,7 @@ export async function runPipeline(o: PipelineOptions): Promise<Summary> {
       }
       const history: Metrics[] = [...ppoState.history, metrics];
       metrics.alarms = checkAlarms(history);
-      await store.write(`rollouts/iter-${String(it + 1).padStart(4, '0')}.jsonl`, rollouts.map((r) => JSON.stringify(r)).join('\n') + '\n');
+      await store.write(rolloutFile(it + 1), rollouts.map((r) => JSON.stringify(r)).join('\n') + '\n');
       await store.write('policy.ckpt', await snapshot(policy, true, { stage: 'ppo', iteration: it + 1 }));
       ppoState = { iteration: it + 1, klCoef: kl.coef, history };
       await writeJson(store, 'ppo-state.json', ppoState);

@@ -44,10 +44,11 @@ export interface RolloutRecord {
   turn: 1 | 2;
   prompt: string;
   completion: string;
-  /** per action: the token's text, ids, old log-prob, reference log-prob, value, advantage, return */
+  /** per action: the token's text, ids, old log-prob, the policy's entropy there, reference log-prob, value, advantage, return */
   tokens: string[];
   ids: number[];
   logprobs: number[];
+  entropies: number[];
   ref_logprobs: number[];
   values: number[];
   advantages: number[];
@@ -158,7 +159,7 @@ export async function ppoIteration(ctx: PpoContext, it: number, kl: KlController
 
   // 3. old log-probs and values, reference log-probs, advantages
   const seqs = scored.map((s) => toSequence(s.sample));
-  const [old, ref] = [await scoreActions(policy, seqs, tok.padId, invTemp), await scoreActions(ctx.ref, seqs, tok.padId, invTemp)];
+  const [old, ref] = [await scoreActions(policy, seqs, tok.padId, invTemp, 32, true), await scoreActions(ctx.ref, seqs, tok.padId, invTemp)];
   const episodes: Episode[] = [];
   const klPerSeq: number[] = [];
   const grpo = rl.algo === 'grpo';
@@ -266,6 +267,7 @@ export async function ppoIteration(ctx: PpoContext, it: number, kl: KlController
     ids: s.sample.tokens,
     tokens: s.sample.tokens.map((id) => tok.decode([id])),
     logprobs: Array.from(episodes[i]!.oldLogp),
+    entropies: Array.from(old.entropy[i]!),
     ref_logprobs: Array.from(episodes[i]!.refLogp),
     values: Array.from(episodes[i]!.values),
     advantages: Array.from(episodes[i]!.advantages),

@@ -2,11 +2,12 @@
 import { create } from 'zustand';
 import { createCheckpointSlice, type CheckpointSlice } from './checkpointSlice';
 import { createGpuSlice, type GpuSlice } from './gpuSlice';
+import { createRolloutSlice, type RolloutSlice } from './rolloutSlice';
 import { createRunSlice, type RunSlice } from './runSlice';
 import { createScorerSlice, type ScorerSlice } from './scorerSlice';
 import { createUiSlice, type UiSlice } from './uiSlice';
 
-export type LabState = GpuSlice & UiSlice & CheckpointSlice & ScorerSlice & RunSlice;
+export type LabState = GpuSlice & UiSlice & CheckpointSlice & ScorerSlice & RunSlice & RolloutSlice;
 
 export const useLab = create<LabState>()((...a) => ({
   ...createGpuSlice(...a),
@@ -14,4 +15,5 @@ export const useLab = create<LabState>()((...a) => ({
   ...createCheckpointSlice(...a),
   ...createScorerSlice(...a),
   ...createRunSlice(...a),
+  ...createRolloutSlice(...a),
 }));
