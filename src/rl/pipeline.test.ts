@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { createAnalyzer, type Analyzer } from '../analysis';
 import { nodeWasmLoader } from '../analysis/wasm-node';
 import { createBackend } from '../model/backend';
+import { loadModel } from '../model/checkpoint';
 import { initParams } from '../model/init';
 import { DEFAULT_OPTIM } from '../model/optim';
 import { paramTable } from '../model/params';
@@ -121,6 +122,37 @@ describe('pipeline', () => {
     expect(lines(store, 'metrics.jsonl').filter((m) => m.stage === 'sft')).toHaveLength(sftLines); // SFT loaded, not redone
     expect(summary.rm).toBeNull();
     expect(lines(store, 'metrics.jsonl').filter((m) => m.stage === 'ppo').map((m) => m.iteration)).toEqual([0, 1]);
+  }, 300_000);
+});
+
+describe('SFT resume', () => {
+  test('a run stopped mid-SFT continues from its last validation and ends as the uninterrupted run does', async () => {
+    const cfg = miniConfig({ rm: { enabled: false }, rl: { iterations: 1 }, sft: { maxSteps: 9, evalEvery: 3, patience: 10 } });
+    const whole = new MemoryStore();
+    const ref = await run(cfg, whole);
+
+    const store = new MemoryStore();
+    const progressStep = () => (store.files.has('sft-progress.json') ? JSON.parse(text(store, 'sft-progress.json')).step as number : 0);
+    // stop one step after the second validation (step 7): steps 1-6 are saved, step 7 is lost
+    let stepsSeen = 0;
+    await expect(run(cfg, store, () => progressStep() === 6 && ++stepsSeen > 1)).rejects.toThrow(StoppedError);
+    expect(store.files.has('sft.json')).toBe(false);
+    expect(progressStep()).toBe(6);
+    const resumed = await run(cfg, store);
+    // the same run, up to the checkpoint's float32 copy of the optimizer moments (the cpu
+    // backend keeps them in float64)
+    expect({ ...resumed.sft, best_val_loss: 0 }).toEqual({ ...ref.sft, best_val_loss: 0 });
+    expect(resumed.sft.best_val_loss).toBeCloseTo(ref.sft.best_val_loss, 6);
+    const a = loadModel(store.files.get('sft.ckpt')!).params;
+    const b = loadModel(whole.files.get('sft.ckpt')!).params;
+    let diff = 0;
+    for (let i = 0; i < a.length; i++) diff = Math.max(diff, Math.abs(a[i]! - b[i]!));
+    expect(diff).toBeLessThan(1e-5);
+    // a progress file whose checkpoints are from another step is ignored: SFT starts over
+    const stale = new MemoryStore();
+    for (const f of ['sft-progress.json', 'sft-resume.ckpt', 'sft-best.ckpt']) await stale.write(f, store.files.get(f)!);
+    await stale.write('sft-progress.json', JSON.stringify({ ...JSON.parse(text(store, 'sft-progress.json')), step: 3 }));
+    expect((await run(cfg, stale)).sft).toEqual(ref.sft);
   }, 300_000);
 });
 

@@ -9,8 +9,8 @@
  * evaluation sample the policy as it is, so the switches' effects are measured on equal terms.
  *
  * Resumable: each finished stage leaves its checkpoint and result, which a rerun loads instead
- * of redoing the stage; PPO resumes after the last finished iteration (at most the iteration
- * in flight is lost). Seeds are derived from (seed, stage, iteration), so a resumed run samples
+ * of redoing the stage; SFT resumes from its last validation (sft-progress.json), PPO after the
+ * last finished iteration (at most the iteration in flight is lost). Seeds are derived from (seed, stage, iteration), so a resumed run samples
  * what the uninterrupted run would have.
  */
 import { loadModel, saveModel } from '../model/checkpoint';
@@ -31,7 +31,7 @@ import { NoPairsError, trainRewardModel, type LabelledSample, type RmResult } fr
 import { sampleTasks } from './sample';
 import type { ExploreHook } from './explore-hook';
 import { scoreRollouts, type Scorer } from './scorer';
-import { runSft } from './sft';
+import { runSft, type SftProgress } from './sft';
 import { rolloutFile } from './run-files';
 import { readJson, writeJson, type RunStore } from './store';
 import { buildTaskSet, suiteJsonl, type GeneratedTask } from './tasks';
@@ -160,16 +160,31 @@ export async function runPipeline(o: PipelineOptions): Promise<Summary> {
     emit('sft', 1, 'SFT loaded from the run directory');
   } else {
     const optim = { ...DEFAULT_OPTIM, lr: cfg.sft.lr, weightDecay: cfg.sft.weightDecay };
-    const b = o.makeBackend(model, initParams(paramTable(model), seed), optim);
+    // an interrupted SFT continues from its last validation (sft-progress.json with the two
+    // checkpoints of that step; a set that does not match is ignored and SFT starts over)
+    const progress = await readJson<SftProgress>(store, 'sft-progress.json');
+    const [resumeBytes, bestBytes] = progress ? [await store.read('sft-resume.ckpt'), await store.read('sft-best.ckpt')] : [null, null];
+    const resumeSnap = resumeBytes ? loadModel(resumeBytes, model) : null;
+    const bestSnap = bestBytes ? loadModel(bestBytes, model) : null;
+    const resumable = progress && resumeSnap?.optimizer && resumeSnap.meta?.step === progress.step && bestSnap?.meta?.step === progress.step;
+    const b = resumable ? o.makeBackend(model, resumeSnap.params, optim, resumeSnap.optimizer) : o.makeBackend(model, initParams(paramTable(model), seed), optim);
+    if (resumable) emit('sft', progress.step / cfg.sft.maxSteps, `SFT resumes at step ${progress.step}`);
     try {
       const r = await runSft(b, tok, set.train, set.val, cfg.sft, seed, {
         onPoint: async (p) => {
           emit('sft', p.step / cfg.sft.maxSteps, `step ${p.step} loss ${p.loss.toFixed(3)}${p.val_loss !== undefined ? ` val ${p.val_loss.toFixed(3)}` : ''}`);
           await metric('sft', { step: p.step, 'loss/train': p.loss, ...(p.val_loss !== undefined ? { 'loss/val': p.val_loss } : {}) });
         },
+        onCheckpoint: async (p, best) => {
+          await store.write('sft-resume.ckpt', await snapshot(b, true, { stage: 'sft-resume', step: p.step }));
+          await store.write('sft-best.ckpt', saveModel({ config: model, tokenizer: tok.toJSON(), params: best, meta: { stage: 'sft-best', step: p.step, best_step: p.bestStep } }));
+          await writeJson(store, 'sft-progress.json', p);
+        },
+        resume: resumable ? { progress, best: bestSnap!.params } : undefined,
         shouldStop: o.shouldStop,
       });
-      // stopped mid-stage: SFT restarts on resume (its checkpoint is only written once finished)
+      // stopped mid-stage: a rerun continues from the last validation (metrics.jsonl then holds
+      // the SFT steps after it twice, at most evalEvery of them)
       if (r.steps < cfg.sft.maxSteps && !r.stoppedEarly) throw new StoppedError();
       sftParams = r.best;
       const best = o.makeBackend(model, sftParams, optim);

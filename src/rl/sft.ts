@@ -50,10 +50,28 @@ export function microBatches(seqs: Sequence[], padId: number, backend: Pick<Poli
   return stepGroups(seqs, (s) => s.ids.length, backend).map((part) => completionBatch(part, padId, backend.config.contextLength));
 }
 
+/**
+ * Where an interrupted SFT stage stands, saved at each validation: with the backend's
+ * parameters and optimizer state at `step` and the best parameters, `runSft` continues exactly
+ * where it stopped (the batch order is replayed from the seed).
+ */
+export interface SftProgress {
+  step: number;
+  bestStep: number;
+  bestValLoss: number;
+  /** validations since the last improvement */
+  bad: number;
+  history: SftPoint[];
+}
+
 export interface SftHooks {
   onPoint?: (p: SftPoint) => void | Promise<void>;
   /** asked between steps; true stops the stage (the best parameters so far are kept) */
   shouldStop?: () => boolean;
+  /** after each validation: the progress to save with the backend's state and `best` */
+  onCheckpoint?: (p: SftProgress, best: Float32Array) => void | Promise<void>;
+  /** continue from saved progress: the backend already holds that step's parameters and optimizer state */
+  resume?: { progress: SftProgress; best: Float32Array };
 }
 
 export async function runSft(backend: PolicyBackend, tok: Tokenizer, train: readonly GeneratedTask[], val: readonly GeneratedTask[], cfg: SftConfig, seed: number, hooks: SftHooks = {}): Promise<SftResult> {
@@ -71,14 +89,24 @@ export async function runSft(backend: PolicyBackend, tok: Tokenizer, train: read
     }
     return out;
   };
-  const history: SftPoint[] = [];
-  let best = await backend.getParams();
-  let bestValLoss = await validationLoss(backend, valSeqs, tok.padId, 64);
+  let history: SftPoint[] = [];
+  let best: Float32Array;
+  let bestValLoss: number;
   let bestStep = 0;
   let bad = 0;
   let step = 0;
   let stoppedEarly = false;
-  history.push({ step: 0, loss: NaN, val_loss: bestValLoss });
+  if (hooks.resume) {
+    const p = hooks.resume.progress;
+    ({ step, bestStep, bestValLoss, bad } = p);
+    history = [...p.history];
+    best = hooks.resume.best;
+    for (let k = 0; k < step; k++) nextBatch(); // the batches already trained on
+  } else {
+    best = await backend.getParams();
+    bestValLoss = await validationLoss(backend, valSeqs, tok.padId, 64);
+    history.push({ step: 0, loss: NaN, val_loss: bestValLoss });
+  }
   while (step < cfg.maxSteps) {
     if (hooks.shouldStop?.()) break;
     const batches = microBatches(nextBatch(), tok.padId, backend);
@@ -100,6 +128,7 @@ export async function runSft(backend: PolicyBackend, tok: Tokenizer, train: read
     history.push(point);
     await hooks.onPoint?.(point);
     if (stoppedEarly) break;
+    if (evalNow) await hooks.onCheckpoint?.({ step, bestStep, bestValLoss, bad, history }, best);
   }
   return { best, bestStep, bestValLoss, steps: step, stoppedEarly, history };
 }
