@@ -45,4 +45,19 @@ test('bench engine rejects bad sizes as a usage error', async () => {
   const c = capture();
   expect(await main(['bench', 'engine', '--sizes', '256,x'], c.io)).toBe(2);
   expect(c.err.join('')).toMatch(/--sizes takes positive integers/);
+  const p = capture();
+  expect(await main(['bench', 'engine', '--preset', 'huge'], p.io)).toBe(2);
+  expect(p.err.join('')).toMatch(/--preset must be one of tiny, small, medium, got 'huge'/);
+  const r = capture();
+  expect(await main(['bench', 'runtime', '--preset', 'small'], r.io)).toBe(2);
+  expect(r.err.join('')).toMatch(/--preset applies to the engine suite only/);
 });
+
+test('bench engine --preset small: the training-step figure is the small model, its first loss checked against the float64 reference', async () => {
+  const c = capture();
+  const code = await main(['bench', 'engine', '--json', '--quick', '--sizes', '64', '--reps', '1', '--steps', '2', '--preset', 'small'], c.io);
+  expect(code, c.err.join('\n')).toBe(0);
+  const r = JSON.parse(c.out[0]!) as EngineBenchResult;
+  expect(r.train_step.config).toMatchObject({ preset: 'small', nLayer: 4, dModel: 128 });
+  expect(positive(r.train_step.ours_tokens_per_s)).toBe(true);
+}, 600_000);

@@ -6,6 +6,7 @@ import { installTfjsNodeResolver, providerGpu } from '../../../bench/tfjs-node';
 import { nodeProvider } from '../../gpu/node';
 import type { GpuProvider } from '../../gpu/provider';
 import { GpuRuntime } from '../../gpu/runtime';
+import { MODEL_PRESETS } from '../../model/config';
 import { UsageError, type Command, type Io, type Options } from '../command';
 
 const SUITES = ['runtime', 'engine', 'score'] as const;
@@ -13,7 +14,7 @@ const SUITES = ['runtime', 'engine', 'score'] as const;
 export const benchCommand: Command = {
   name: 'bench',
   summary: 'run a benchmark and print its figures (runtime, engine, score)',
-  usage: 'coderl bench <suite> [--json] [--quick] [--sizes N,N] [--reps N] [--steps N] [--swiftshader]',
+  usage: 'coderl bench <suite> [--json] [--quick] [--sizes N,N] [--reps N] [--steps N] [--preset P] [--swiftshader]',
   description: [
     'Suites:',
     '  runtime   K small dispatches recorded into one submit vs one submit each (dispatches/s and',
@@ -34,6 +35,7 @@ export const benchCommand: Command = {
     sizes: { type: 'string', value: 'N,N', description: 'engine: matmul sizes n, comma-separated (default 256,512,1024,2048)' },
     reps: { type: 'string', value: 'N', description: 'engine: timed repetitions per matmul (median reported)' },
     steps: { type: 'string', value: 'N', description: 'engine: timed training steps' },
+    preset: { type: 'string', value: 'P', description: `engine: model of the training-step figure (${Object.keys(MODEL_PRESETS).join(', ')}; default tiny)` },
     swiftshader: { type: 'boolean', description: 'use SwiftShader even if a hardware adapter exists' },
   },
   examples: [
@@ -41,14 +43,15 @@ export const benchCommand: Command = {
     'npx coderl bench runtime --json',
     'npx coderl bench engine --quick',
     'npx coderl bench engine --sizes 256,512 --json',
+    'npx coderl bench engine --preset small --steps 10',
   ],
   async run(options, positionals, io) {
     const suite = positionals[0];
     if (!suite || !(SUITES as readonly string[]).includes(suite)) {
       throw new UsageError(`coderl bench: ${suite ? `unknown suite '${suite}'` : 'name a suite'}; suites: ${SUITES.join(', ')}`);
     }
-    if (suite === 'runtime') {
-      for (const k of ['sizes', 'reps', 'steps'] as const) {
+    if (suite !== 'engine') {
+      for (const k of ['sizes', 'reps', 'steps', 'preset'] as const) {
         if (options[k] !== undefined) throw new UsageError(`coderl bench: --${k} applies to the engine suite only`);
       }
     }
@@ -103,6 +106,10 @@ function engineOptions(options: Options): EngineBenchOptions {
   if (typeof options.sizes === 'string') o.sizes = options.sizes.split(',').map((s) => positiveInt(s.trim(), '--sizes', 8192));
   if (typeof options.reps === 'string') o.reps = positiveInt(options.reps, '--reps', 1000);
   if (typeof options.steps === 'string') o.train.steps = positiveInt(options.steps, '--steps', 1000);
+  if (typeof options.preset === 'string') {
+    if (!Object.hasOwn(MODEL_PRESETS, options.preset)) throw new UsageError(`coderl bench: --preset must be one of ${Object.keys(MODEL_PRESETS).join(', ')}, got '${options.preset}'`);
+    o.train.preset = options.preset as keyof typeof MODEL_PRESETS;
+  }
   return o;
 }
 
