@@ -77,7 +77,8 @@ export default defineConfig({
     sourcemap: false,
     rolldownOptions: { checks: { pluginTimings: false } },
   },
-  worker: { format: 'es' },
+  // worker bundles get only these plugins: the run worker (rl/run-worker.ts) carries the model's shaders
+  worker: { format: 'es', plugins: () => [wgsl()] },
   server: { host: '127.0.0.1', port: 5173 },
   preview: { host: '127.0.0.1', port: 4173 },
   test: {

@@ -3,6 +3,7 @@
  * them, a miniature run goes through every phase on WebGPU (SwiftShader here) with a progress
  * bar each, ends with the summary, and its run directory stays in OPFS across a reload; a
  * stopped run resumes where it stopped (in the IndexedDB fallback, which holds the same files).
+ * The pipeline runs in a worker: the page's main thread stays responsive through every phase.
  */
 import { describe, expect, test } from 'vitest';
 import type { Page } from 'playwright-core';
@@ -31,6 +32,44 @@ function opfsFiles(page: Page, run: string): Promise<string[]> {
     return out.sort();
   }, run);
 }
+
+/**
+ * The page's main thread by the phase active at the time: the longest gap between two ticks of a
+ * 50 ms interval, the ticks, and the time spent in long tasks (over 50 ms: the Long Tasks API).
+ */
+type MainThread = Record<string, { ticks: number; maxGap: number; longTasks: number; longTaskMs: number }>;
+
+/** Starts watching the page's main thread (see MainThread); `seen` reads what it has seen so far. */
+async function watchMainThread(page: Page): Promise<{ seen(): Promise<MainThread> }> {
+  await page.evaluate(() => {
+    const w = window as unknown as { __mainThread: MainThread };
+    const seen: MainThread = (w.__mainThread = {});
+    const at = () => {
+      const phase = document.querySelector('.exp-phases li[data-state="active"]')?.getAttribute('data-phase') ?? 'none';
+      return (seen[phase] ??= { ticks: 0, maxGap: 0, longTasks: 0, longTaskMs: 0 });
+    };
+    let last = performance.now();
+    setInterval(() => {
+      const now = performance.now();
+      const s = at();
+      s.ticks++;
+      s.maxGap = Math.max(s.maxGap, now - last);
+      last = now;
+    }, 50);
+    new PerformanceObserver((list) => {
+      const s = at();
+      for (const e of list.getEntries()) {
+        s.longTasks++;
+        s.longTaskMs += e.duration;
+      }
+    }).observe({ type: 'longtask' });
+  });
+  return { seen: () => page.evaluate(() => (window as unknown as { __mainThread: MainThread }).__mainThread) };
+}
+
+/** The script paths of the page's dedicated workers (the run worker's is `/assets/run-worker-<hash>.js`). */
+const workerPaths = (page: Page): string[] => page.workers().map((w) => new URL(w.url()).pathname);
+const isRunWorker = (path: string) => /\/run-worker-[\w-]+\.js$/.test(path);
 
 const value = async (page: Page, id: string): Promise<number> => Number(await page.getByTestId(id).getAttribute('data-value'));
 
@@ -61,18 +100,27 @@ describe('the Experiment panel in Chromium', () => {
     await page.getByLabel('Run name').fill(RUN);
     await expect.poll(() => page.getByTestId('exp-stored').getAttribute('data-files')).toBe('0');
     expect(await start.isEnabled()).toBe(true);
+    const mainThread = await watchMainThread(page);
     const t0 = Date.now();
     await start.click();
     const status = page.getByTestId('exp-status');
     await expect.poll(() => status.textContent(), { timeout: 60_000 }).toBe('running');
     await expect.poll(() => page.getByTestId('exp-progress-sft').evaluate((p: HTMLProgressElement) => p.value), { timeout: 120_000 }).toBeGreaterThan(0);
     await screenshot('experiment-running');
+    console.log(`workers while running: ${workerPaths(page).join(', ')}`);
+    expect(workerPaths(page).filter(isRunWorker), 'the run worker').toHaveLength(1);
     await expect.poll(() => status.textContent(), { timeout: 480_000, interval: 1000 }).toMatch(/^(done|error)$/);
     const seconds = (Date.now() - t0) / 1000;
     console.log(`miniature run on ${await page.getByTestId('exp-run').textContent().then((t) => /on the (\w+) backend/.exec(t ?? '')?.[1])}: ${seconds.toFixed(1)} s`);
     expect(await page.getByTestId('exp-error').count(), (await page.getByTestId('exp-error').textContent().catch(() => '')) ?? '').toBe(0);
     expect(await status.textContent()).toBe('done');
     expect(await page.getByTestId('exp-run').textContent()).toContain('on the webgpu backend');
+    // the page stayed responsive: no 50 ms tick came more than a second late, PPO (GPU training) included
+    const main = await mainThread.seen();
+    console.log(`main thread by phase: ${Object.entries(main).map(([p, m]) => `${p}: longest gap ${m.maxGap.toFixed(0)} ms (${m.ticks} ticks), ${m.longTasks} long tasks ${m.longTaskMs.toFixed(0)} ms`).join('; ')}`);
+    expect(main.ppo?.ticks ?? 0, 'ticks seen while PPO was active').toBeGreaterThanOrEqual(10);
+    for (const [p, m] of Object.entries(main)) expect(m.maxGap, `longest gap while ${p} was active`).toBeLessThan(1000);
+    await expect.poll(() => workerPaths(page).filter(isRunWorker), { timeout: 10_000 }).toEqual([]); // terminated when the run ended
     for (const p of PHASES) {
       const bar = page.getByRole('progressbar', { name: `${{ setup: 'Setup', sft: 'SFT', 'sft-eval': 'SFT evaluation', 'rm-samples': 'Reward-model samples', rm: 'Reward model', ppo: 'PPO', eval: 'Final evaluation' }[p]} progress`, exact: true });
       expect(await bar.evaluate((el: HTMLProgressElement) => el.value), p).toBe(1);
@@ -103,6 +151,19 @@ describe('the Experiment panel in Chromium', () => {
     }, RUN);
     const stages = metrics.trim().split('\n').map((l) => (JSON.parse(l) as { stage: string }).stage);
     expect(stages).toEqual(['sft', 'sft', 'sft', 'sft', 'sft-eval', 'ppo', 'rl-eval']); // appended line by line, none lost
+    // the rollouts were scored in the sandbox pool, nested in the run worker: each ran its tests there
+    const rollouts = await page.evaluate(async (run) => {
+      const root = await navigator.storage.getDirectory();
+      const dir = await (await (await root.getDirectoryHandle('runs')).getDirectoryHandle(run)).getDirectoryHandle('rollouts');
+      return (await (await dir.getFileHandle('iter-0001.jsonl')).getFile()).text();
+    }, RUN);
+    const records = rollouts.trim().split('\n').map((l) => JSON.parse(l) as { verdict: string; message?: string; tests_total: number });
+    console.log(`rollout verdicts: ${records.map((r) => `${r.verdict}${r.message ? ` (${r.message.slice(0, 60)})` : ''}`).join('; ')}`);
+    expect(records.length).toBe(MINI.rl.promptsPerIteration * MINI.rl.samplesPerPrompt);
+    for (const r of records) {
+      expect(r.tests_total).toBeGreaterThan(0);
+      expect(r.message ?? '').not.toMatch(/sandbox worker|worker did not start|sandbox pool/);
+    }
     expect(await page.getByTestId('exp-stored').getAttribute('data-files')).toBe(String(files.length));
 
     // (4) after a reload the panel finds the stored run by its name and shows its summary
@@ -196,6 +257,13 @@ describe('the Experiment panel in Chromium', () => {
     expect(await page.getByTestId('exp-run').textContent()).toContain('on the cpu backend');
     expect(await page.getByTestId('exp-note').textContent()).toMatch(/^WebGPU is not usable here: This browser does not expose WebGPU.* The run uses the cpu backend/s);
     expect(await page.getByTestId('exp-summary').textContent()).toContain('cpu backend');
+
+    // a failure in the run's worker reaches the page as the run's error, naming what failed
+    await page.getByTestId('exp-seed').fill('2');
+    await page.getByTestId('exp-start').click();
+    await expect.poll(() => status.textContent(), { timeout: 120_000, interval: 500 }).toMatch(/^(done|error)$/);
+    expect(await status.textContent()).toBe('error');
+    expect(await page.getByTestId('exp-error').textContent()).toMatch(/^the run directory holds a run with a different config or seed/);
     expect(errors).toEqual([]);
   }, 600_000);
 });

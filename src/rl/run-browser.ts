@@ -1,19 +1,23 @@
 /**
- * `coderl train` in the page: the same runPipeline, wired the way commands/train.ts wires it,
+ * `coderl train` in the browser: the same runPipeline, wired the way commands/train.ts wires it,
  * with the browser's pieces: the run directory in OPFS or IndexedDB (store-browser.ts), the
- * sandbox pool on module Web Workers, the analyzer with the browser's wasm loader, and the app's
- * GPU runtime (the cpu backend when there is none). Loaded lazily by the run slice.
+ * sandbox pool on module Web Workers, the analyzer with the browser's wasm loader, and a GPU
+ * runtime of its own (the cpu backend when WebGPU is not usable). The run worker
+ * (run-worker.ts) calls runInBrowser, so all of this lives in that worker, off the page's main
+ * thread; the page loads this module lazily only to read stored runs.
  */
 import { createAnalyzer, type Analyzer } from '../analysis';
 import { browserWasmLoader } from '../analysis/wasm-browser';
-import type { GpuRuntime } from '../gpu/runtime';
+import { browserProvider } from '../gpu/provider';
+import { GpuRuntime } from '../gpu/runtime';
 import { createBackend } from '../model/backend';
 import type { SandboxPool } from '../sandbox/pool';
 import { createBrowserPool, defaultPoolSize } from '../sandbox/pool.browser';
 import type { RlConfig } from './config';
 import { exploreHook } from './explore-hook';
-import { runPipeline, type PipelineOptions, type Summary } from './pipeline';
+import { runPipeline, StoppedError, type PipelineOptions, type Summary } from './pipeline';
 import type { Metrics } from './ppo-loop';
+import type { RunBackend, RunStorageKind } from './run-protocol';
 import { readJson } from './store';
 import { runStorage } from './store-browser';
 
@@ -24,8 +28,12 @@ export interface BrowserRunOptions {
   seed: number;
   /** the run directory's name */
   run: string;
-  /** the app's runtime; null runs on the cpu backend */
-  runtime: GpuRuntime | null;
+  /** the backend asked for; 'webgpu' falls back to cpu when this context has no usable WebGPU */
+  backend: RunBackend;
+  /** where the run must be kept (the page reads it back from there); a mismatch is an error */
+  storage?: RunStorageKind;
+  /** the backend the run uses, once, before the pipeline starts; `note` says why it is not the one asked for */
+  onBackend?: (backend: RunBackend, note: string | null) => void;
   onEvent?: PipelineOptions['onEvent'];
   onMetrics?: (stage: string, m: Metrics) => void;
   shouldStop?: () => boolean;
@@ -34,7 +42,7 @@ export interface BrowserRunOptions {
 /** What a run directory holds. */
 export interface StoredRun {
   run: string;
-  kind: 'opfs' | 'indexeddb';
+  kind: RunStorageKind;
   files: string[];
   /** config.json: null before a run has started there */
   config: { cfg: RlConfig; seed: number; backend: string } | null;
@@ -55,22 +63,58 @@ async function scorer(): Promise<{ pool: SandboxPool; analyzer: Analyzer }> {
   return { pool, analyzer: await analyzer };
 }
 
+const sentence = (m: string): string => (/[.!?]$/.test(m.trim()) ? m.trim() : `${m.trim()}.`);
+
+/** A GPU runtime of this context's own (a device is not shared across workers), or why there is none. */
+async function openRuntime(): Promise<{ runtime: GpuRuntime; note: null } | { runtime: null; note: string }> {
+  try {
+    const runtime = await GpuRuntime.create(browserProvider(), {
+      onUncapturedError: (e) => console.warn(`WebGPU: ${e.message}`),
+    });
+    return { runtime, note: null };
+  } catch (e) {
+    return {
+      runtime: null,
+      note: `WebGPU is not usable in the run's worker: ${sentence((e as Error).message)} The run uses the cpu backend (the float64 reference model) instead.`,
+    };
+  }
+}
+
 export async function runInBrowser(o: BrowserRunOptions): Promise<Summary> {
-  const backend = o.runtime ? 'webgpu' : 'cpu';
-  const runtime = o.runtime ?? undefined;
   const [storage, s] = await Promise.all([runStorage(), scorer()]);
-  return runPipeline({
-    cfg: o.cfg,
-    seed: o.seed,
-    backend,
-    store: storage.open(o.run),
-    scorer: s,
-    makeBackend: (config, params, optim, optimizer) => createBackend(backend, { config, params, optim, optimizer, runtime }),
-    exploreFor: (tok) => exploreHook(tok, o.cfg.explore),
-    onEvent: o.onEvent,
-    onMetrics: o.onMetrics,
-    shouldStop: o.shouldStop,
-  });
+  if (o.storage && storage.kind !== o.storage) {
+    throw new Error(`run storage: the page keeps runs in ${o.storage}, but the run's worker can only reach ${storage.kind}`);
+  }
+  const { runtime, note } = o.backend === 'webgpu' ? await openRuntime() : { runtime: null, note: null };
+  const backend: RunBackend = runtime ? 'webgpu' : 'cpu';
+  o.onBackend?.(backend, note);
+  try {
+    return await runPipeline({
+      cfg: o.cfg,
+      seed: o.seed,
+      backend,
+      store: storage.open(o.run),
+      scorer: s,
+      makeBackend: (config, params, optim, optimizer) => createBackend(backend, { config, params, optim, optimizer, runtime: runtime ?? undefined }),
+      exploreFor: (tok) => exploreHook(tok, o.cfg.explore),
+      onEvent: o.onEvent,
+      onMetrics: o.onMetrics,
+      shouldStop: o.shouldStop,
+    });
+  } catch (e) {
+    if (!runtime || e instanceof StoppedError) throw e;
+    // a readback can reject before the device's loss is reported: give the report a moment
+    if (runtime.state === 'ready') await new Promise((r) => setTimeout(r, 50));
+    const lost = runtime.lostReport;
+    if (!lost) throw e;
+    throw new Error(
+      `the GPU device was lost during the run (${lost.reason}: ${lost.message}): ${(e as Error).message}. ` +
+        'What finished is saved; start the run again to resume it.',
+      { cause: e },
+    );
+  } finally {
+    runtime?.dispose();
+  }
 }
 
 export async function readStoredRun(run: string): Promise<StoredRun> {

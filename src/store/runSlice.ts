@@ -1,18 +1,22 @@
 /**
- * One pipeline run in the page (rl/run-browser.ts: runPipeline with the browser's store,
- * sandbox, analyzer and GPU runtime): its status, the progress of each phase from the
- * pipeline's events, the latest metrics, and what the run directory of a name holds.
+ * One pipeline run, in a dedicated worker (rl/run-worker.ts runs rl/run-browser.ts: runPipeline
+ * with the browser's store, sandbox, analyzer and a GPU runtime of its own), so the page stays
+ * responsive: its status, the progress of each phase from the pipeline's events, the latest
+ * metrics, and what the run directory of a name holds.
  *
- * Stop asks the pipeline to stop between steps (`shouldStop`); it saves what is finished and
- * rejects with StoppedError, so starting the same preset, seed, overrides and name resumes it.
- * The pipeline module is loaded on the first start (it carries the tokenizer trainer, the task
- * families and the trainers), and the live run stays in this module, outside the store.
+ * The page picks the backend to ask for from its own GPU check (the worker falls back to cpu and
+ * says why when its device fails) and the storage the run is kept in. Stop asks the worker to stop
+ * between steps; the pipeline saves what is finished and ends with `stopped`, so starting the
+ * same preset, seed, overrides and name resumes it. The live worker stays in this module,
+ * outside the store, and is terminated when the run ends.
  */
 import type { StateCreator } from 'zustand';
 import { currentRuntime } from './gpuSlice';
 import { RL_PRESETS, resolveConfig, type RlConfig } from '../rl/config';
 import type { Phase } from '../rl/pipeline';
 import type { StoredRun, Summary } from '../rl/run-browser';
+import type { FromRunWorker, ToRunWorker } from '../rl/run-protocol';
+import { runStorage } from '../rl/store-browser';
 import type { LabState } from './index';
 
 export type RunStatus = 'idle' | 'running' | 'stopping' | 'stopped' | 'done' | 'error';
@@ -92,7 +96,46 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const fill = <T>(v: T) => Object.fromEntries(WORK_PHASES.map((p) => [p, v])) as Record<WorkPhase, T>;
 
 let stopRequested = false;
+/** the run in flight's worker, null before it is spawned and after the run ends */
+let worker: Worker | null = null;
 let inspectSeq = 0;
+
+type StartMessage = Extract<ToRunWorker, { type: 'start' }>;
+type LastMessage = Extract<FromRunWorker, { type: 'done' | 'stopped' | 'error' }>;
+type ProgressMessage = Exclude<FromRunWorker, LastMessage>;
+
+/**
+ * Runs `start` in a fresh run worker, handing its progress messages to `on`; resolves with its
+ * last message (done, stopped or error; a worker that fails to load or crashes is an error) and
+ * terminates it. A stop requested before the worker existed is passed on at once.
+ */
+function runInWorker(start: StartMessage, on: (m: ProgressMessage) => void): Promise<LastMessage> {
+  return new Promise((resolve) => {
+    const w = new Worker(new URL('../rl/run-worker.ts', import.meta.url), { type: 'module', name: `coderl run ${start.run}` });
+    let over = false;
+    const end = (m: LastMessage): void => {
+      if (over) return;
+      over = true;
+      w.terminate();
+      if (worker === w) worker = null;
+      resolve(m);
+    };
+    w.addEventListener('message', (e: MessageEvent<FromRunWorker>) => {
+      const m = e.data;
+      if (over) return;
+      if (m.type === 'done' || m.type === 'stopped' || m.type === 'error') end(m);
+      else on(m);
+    });
+    w.addEventListener('error', (e: ErrorEvent) => {
+      e.preventDefault();
+      end({ type: 'error', message: `the run worker failed: ${e.message || 'its script could not be loaded'}` });
+    });
+    w.addEventListener('messageerror', () => end({ type: 'error', message: 'a message from the run worker could not be read' }));
+    worker = w;
+    w.postMessage(start satisfies ToRunWorker);
+    if (stopRequested) w.postMessage({ type: 'stop' } satisfies ToRunWorker);
+  });
+}
 
 /** Waits for the GPU slice to settle (the app starts it on load); gives up after `ms`. */
 async function settledGpu(get: () => LabState, ms = 60_000): Promise<void> {
@@ -176,24 +219,28 @@ export const createRunSlice: StateCreator<LabState, [], [], RunSlice> = (set, ge
         const gpu = get().gpu;
         const note = runtime && gpu.status === 'ready' ? null
           : `WebGPU is not usable here: ${gpu.problem ?? `the GPU status is "${gpu.status}".`} The run uses the cpu backend (the float64 reference model) instead.`;
-        patch({ backend: note ? 'cpu' : 'webgpu', note, message: 'loading the pipeline' });
-        const mod = await import('../rl/run-browser');
-        try {
-          const summary = await mod.runInBrowser({
-            cfg, seed, run: name, runtime: note ? null : runtime,
-            onEvent: (e) => {
-              advance(e.phase, e.progress, cfg.rm.enabled);
-              patch({ message: e.message });
-            },
-            onMetrics: (stage, m) => patch({ metrics: [...get().run.metrics.slice(1 - METRICS_KEPT), { stage, ...m }] }),
-            shouldStop: () => stopRequested,
-          });
+        const backend = note ? 'cpu' : 'webgpu';
+        patch({ backend, note, message: 'starting the run worker' });
+        const { kind: storage } = await runStorage();
+        const last = await runInWorker({ type: 'start', cfg, seed, run: name, backend, storage }, (m) => {
+          if (m.type === 'event') {
+            advance(m.event.phase, m.event.progress, cfg.rm.enabled);
+            patch({ message: m.event.message });
+          } else if (m.type === 'metrics') {
+            patch({ metrics: [...get().run.metrics.slice(1 - METRICS_KEPT), { stage: m.stage, ...m.metrics }] });
+          } else {
+            patch({ backend: m.backend, note: m.note ?? get().run.note });
+          }
+        });
+        if (last.type === 'done') {
           advance('done', 1, cfg.rm.enabled);
-          patch({ status: 'done', summary });
-        } catch (e) {
-          if (!(e instanceof mod.StoppedError)) throw e;
-          settleStopped((await mod.readStoredRun(name)).files, cfg);
-          patch({ status: 'stopped', message: e.message });
+          patch({ status: 'done', summary: last.summary });
+        } else if (last.type === 'stopped') {
+          const { readStoredRun } = await import('../rl/run-browser');
+          settleStopped((await readStoredRun(name)).files, cfg);
+          patch({ status: 'stopped', message: last.message });
+        } else {
+          patch({ status: 'error', error: last.message });
         }
       } catch (e) {
         patch({ status: 'error', error: message(e) });
@@ -204,6 +251,7 @@ export const createRunSlice: StateCreator<LabState, [], [], RunSlice> = (set, ge
     stopRun() {
       if (get().run.status !== 'running') return;
       stopRequested = true;
+      worker?.postMessage({ type: 'stop' } satisfies ToRunWorker);
       patch({ status: 'stopping', message: 'stopping after the current step (finished work is saved)' });
     },
 
