@@ -3,9 +3,10 @@ import { useLab } from '../store';
 import { BenchPanel } from './panels/BenchPanel';
 import { CheckpointPanel } from './panels/CheckpointPanel';
 import { CodePanel } from './panels/CodePanel';
-import { RolloutBrowser, TrainingCurves } from './panels/EmptyPanels';
+import { TrainingCurves } from './panels/TrainingCurves';
 import { ExperimentPanel } from './panels/ExperimentPanel';
 import { GpuPanel, GpuStatusBadge } from './panels/GpuPanel';
+import { RolloutBrowser } from './panels/RolloutBrowser';
 import { ScratchScorer } from './panels/ScratchScorer';
 
 function Panel({ id, title, children, className }: { id: string; title: string; children: ReactNode; className?: string }) {

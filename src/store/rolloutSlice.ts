@@ -40,11 +40,13 @@ export const createRolloutSlice: StateCreator<LabState, [], [], RolloutSlice> = 
     async openRollouts(run, iteration) {
       const seq = ++openSeq;
       patch({ status: 'loading', error: null });
+      let iterations: number[] | null = null;
+      let it: number | null = null;
       try {
         const [{ runStorage }, { readRollouts, rolloutIterations }] = await Promise.all([import('../rl/store-browser'), import('../rl/run-files')]);
         const store = (await runStorage()).open(run);
-        const iterations = rolloutIterations(await store.files());
-        const it = iteration ?? iterations[iterations.length - 1] ?? null;
+        iterations = rolloutIterations(await store.files());
+        it = iteration ?? iterations[iterations.length - 1] ?? null;
         if (it === null) {
           if (seq === openSeq) patch({ status: 'ready', run, iterations, iteration: null, records: [], selected: null });
           return;
@@ -55,7 +57,11 @@ export const createRolloutSlice: StateCreator<LabState, [], [], RolloutSlice> = 
         const same = get().rollouts.run === run && get().rollouts.iteration === it;
         patch({ status: 'ready', run, iterations, iteration: it, records, selected: same ? get().rollouts.selected : null });
       } catch (e) {
-        if (seq === openSeq) patch({ status: 'error', error: `${run}: ${e instanceof Error ? e.message : String(e)}` });
+        if (seq !== openSeq) return;
+        const error = `${run}: ${e instanceof Error ? e.message : String(e)}`;
+        // with the run's iterations listed, the failed one is open (empty), so another can be picked
+        if (iterations === null) patch({ status: 'error', error });
+        else patch({ status: 'error', error, run, iterations, iteration: it, records: [], selected: null });
       }
     },
 
