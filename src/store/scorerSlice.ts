@@ -11,6 +11,7 @@ import type { StateCreator } from 'zustand';
 import type { AnalysisResult, Analyzer } from '../analysis';
 import { computeReward, DEFAULT_REWARD, type RewardBreakdown } from '../reward/reward';
 import type { SandboxPool } from '../sandbox/pool';
+import type { JobTask } from '../sandbox/protocol';
 import { DEFAULT_LIMITS, type RunResult } from '../sandbox/result';
 import { SCRATCH_TASKS, type ScratchLanguage } from '../app/scratch-task';
 import type { LabState } from './index';
@@ -64,7 +65,8 @@ async function getPool(): Promise<SandboxPool> {
   return pool;
 }
 
-function getAnalyzer(): Promise<Analyzer> {
+/** The page's one cached Analyzer, loaded on first use (shared with the rollout view's what-if rescoring). */
+export function getAnalyzer(): Promise<Analyzer> {
   analyzer ??= (async () => {
     const [{ createAnalyzer }, { browserWasmLoader }] = await Promise.all([import('../analysis'), import('../analysis/wasm-browser')]);
     return createAnalyzer(browserWasmLoader, { cacheSize: 64 });
@@ -78,7 +80,15 @@ function getAnalyzer(): Promise<Analyzer> {
 const message = (e: unknown): string => (e instanceof Error ? e.message : String(e)) || 'unknown error';
 
 async function runProgram(lang: ScratchLanguage, completion: string): Promise<RunResult> {
-  const { task_id, language, prompt, entry_point, tests } = SCRATCH_TASKS[lang].task;
+  return runInSandbox(SCRATCH_TASKS[lang].task, completion);
+}
+
+/**
+ * Runs `task`'s prompt + completion + tests on the page's one sandbox pool (shared with the rollout
+ * view's what-if rescoring); a failure of the sandbox itself, not of the program, throws.
+ */
+export async function runInSandbox(task: JobTask, completion: string): Promise<RunResult> {
+  const { task_id, language, prompt, entry_point, tests } = task;
   const p = await getPool();
   const run = await p.run({ task: { task_id, language, prompt, entry_point, tests }, completion, limits: DEFAULT_LIMITS });
   if (run.verdict === 'error' && run.message && POOL_FAILURE.test(run.message)) {

@@ -1,7 +1,8 @@
-import { lazy, Suspense } from 'react';
+import { lazy, Suspense, useEffect } from 'react';
 import { reduceSumPass } from '../../kernels/reduce_sum';
 import { saxpy } from '../../kernels/saxpy';
 import { useLab } from '../../store';
+import { RolloutView } from './RolloutView';
 
 const CodeEditor = lazy(() => import('./CodeEditor'));
 
@@ -17,6 +18,11 @@ export function CodePanel() {
   const setTab = useLab((s) => s.setCodeTab);
   const showKernel = useLab((s) => s.showKernel);
   const k = KERNELS[kernel] ?? KERNELS.saxpy!;
+  // selecting a rollout (in the rollout browser) brings its view forward
+  const selected = useLab((s) => (s.rollouts.selected === null ? null : `${s.rollouts.run}/${s.rollouts.iteration}/${s.rollouts.selected}`));
+  useEffect(() => {
+    if (selected !== null) setTab('rollout');
+  }, [selected, setTab]);
 
   return (
     <div className="code-panel">
@@ -38,9 +44,7 @@ export function CodePanel() {
         )}
       </div>
       {tab === 'rollout' ? (
-        <p className="empty" data-testid="rollout-empty">
-          No rollout selected. Rollouts appear here, with per-token heatmaps and markers, once a run has produced them.
-        </p>
+        <RolloutView />
       ) : (
         <Suspense fallback={<p className="empty">Loading the editor…</p>}>
           <CodeEditor value={k.wgsl} language="wgsl" readOnly label={`${k.file} (read-only)`} />
