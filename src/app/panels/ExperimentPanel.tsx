@@ -2,11 +2,14 @@
  * Experiment setup: a preset, a seed, a run name and JSON overrides (validated as `coderl train
  * --set` validates them), Start and Stop, one progress bar per pipeline phase, and the summary.
  * The run directory of the name is read as the name changes: a finished run shows its stored
- * summary, an unfinished one resumes on Start.
+ * summary, an unfinished one resumes on Start. A stored run exports as one `.coderl-run` file,
+ * and such a file imports as the run it names (run-transfer.ts).
  */
 import { useEffect, useId, useMemo, useState, type FormEvent, type KeyboardEvent } from 'react';
 import { RL_PRESETS } from '../../rl/config';
 import type { Summary } from '../../rl/pipeline';
+import { RUN_BUNDLE_EXT } from '../../rl/run-bundle';
+import { exportRun, importRun } from '../../rl/run-transfer';
 import { checkRunName } from '../../rl/store-browser';
 import { useLab } from '../../store';
 import { overridesOf, parseSettings, WORK_PHASES, type WorkPhase } from '../../store/runSlice';
@@ -136,8 +139,56 @@ export function ExperimentPanel() {
           )}
         </div>
       )}
+      {!busy && <RunTransfer run={here && here.files.length > 0 ? here.run : null} onImported={setName} />}
       <RunProgress />
       <SummaryView summary={(runName === runDir ? liveSummary : null) ?? here?.summary ?? null} />
+    </div>
+  );
+}
+
+/** Export the selected stored run (`run`, null when nothing is stored) and import a run file. */
+function RunTransfer({ run, onImported }: { run: string | null; onImported(name: string): void }) {
+  const inspect = useLab((s) => s.inspectRun);
+  const [error, setError] = useState<{ kind: 'import' | 'export'; message: string } | null>(null);
+  const id = useId();
+
+  const doExport = async (run: string): Promise<void> => {
+    setError(null);
+    try {
+      const url = URL.createObjectURL(await exportRun(run));
+      const a = document.createElement('a');
+      a.href = url;
+      a.download = `${run}${RUN_BUNDLE_EXT}`;
+      document.body.append(a);
+      a.click();
+      a.remove();
+      setTimeout(() => URL.revokeObjectURL(url), 1000);
+    } catch (e) {
+      setError({ kind: 'export', message: `Export failed: ${(e as Error).message}` });
+    }
+  };
+  const doImport = async (file: File): Promise<void> => {
+    setError(null);
+    try {
+      const name = await importRun(new Uint8Array(await file.arrayBuffer()));
+      await inspect(name);
+      onImported(name);
+    } catch (e) {
+      setError({ kind: 'import', message: `Could not import "${file.name}": ${(e as Error).message}` });
+    }
+  };
+
+  return (
+    <div className="hint exp-transfer" data-testid="exp-transfer">
+      {run && <button type="button" onClick={() => void doExport(run)} data-testid="exp-export">Export run</button>}{' '}
+      <label htmlFor={`${id}-import`}>Import run…</label>{' '}
+      <input id={`${id}-import`} type="file" accept={RUN_BUNDLE_EXT} aria-label="Import run" data-testid="exp-import"
+        onChange={(e) => {
+          const input = e.currentTarget;
+          const file = input.files?.[0];
+          if (file) void doImport(file).finally(() => (input.value = '')); // the same file can be picked again
+        }} />
+      {error && <p role="alert" className="field-error" data-testid={`exp-${error.kind}-error`}>{error.message}</p>}
     </div>
   );
 }

@@ -1,0 +1,129 @@
+/**
+ * Moving a run between browsers in the Experiment panel: a run directory in OPFS exports as one
+ * `.coderl-run` file, which imports back byte for byte after the directory is gone; a corrupted
+ * copy and a clash with an existing run are refused with an inline error, and nothing is written.
+ */
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import type { Page } from 'playwright-core';
+import { unpackRun } from '../src/rl/run-bundle';
+import { chromiumSession } from './browser';
+
+const open = chromiumSession();
+const RUN = 'e2e-transfer';
+const text = (s: string) => [...new TextEncoder().encode(s)];
+/** The fake run: path -> bytes (plain arrays, to pass through page.evaluate). */
+const FILES: Record<string, number[]> = {
+  'config.json': text('{"seed": 1, "cfg": {"preset": "tiny"}}\n'),
+  'metrics.jsonl': text('{"step":0,"losses/kl":0.01}\n{"step":1,"losses/kl":0.02}\n'),
+  'rollouts/policy.ckpt': Array.from({ length: 3000 }, (_, i) => (i * 131 + 7) & 0xff),
+};
+
+let dir: string;
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'coderl-e2e-run-'));
+});
+afterAll(async () => {
+  if (dir) await rm(dir, { recursive: true, force: true });
+});
+
+/** Every file under OPFS's runs/<run>/ with its bytes; null when the directory is missing. */
+function opfsRun(page: Page, run: string): Promise<Record<string, number[]> | null> {
+  return page.evaluate(async (run) => {
+    type Dir = FileSystemDirectoryHandle & { values(): AsyncIterable<FileSystemHandle> };
+    const out: Record<string, number[]> = {};
+    const walk = async (d: Dir, prefix: string): Promise<void> => {
+      for await (const h of d.values()) {
+        if (h.kind === 'file') out[prefix + h.name] = [...new Uint8Array(await (await (h as FileSystemFileHandle).getFile()).arrayBuffer())];
+        else await walk(h as Dir, `${prefix}${h.name}/`);
+      }
+    };
+    const runs = await (await navigator.storage.getDirectory()).getDirectoryHandle('runs', { create: true });
+    try {
+      await walk((await runs.getDirectoryHandle(run)) as Dir, '');
+    } catch {
+      return null;
+    }
+    return out;
+  }, run);
+}
+
+function writeOpfsRun(page: Page, run: string, files: Record<string, number[]>): Promise<void> {
+  return page.evaluate(async ({ run, files }) => {
+    const runs = await (await navigator.storage.getDirectory()).getDirectoryHandle('runs', { create: true });
+    for (const [path, bytes] of Object.entries(files)) {
+      const parts = path.split('/');
+      let d = await runs.getDirectoryHandle(run, { create: true });
+      for (const p of parts.slice(0, -1)) d = await d.getDirectoryHandle(p, { create: true });
+      const w = await (await d.getFileHandle(parts.at(-1)!, { create: true })).createWritable();
+      await w.write(new Uint8Array(bytes));
+      await w.close();
+    }
+  }, { run, files });
+}
+
+const removeOpfsRun = (page: Page, run: string): Promise<void> =>
+  page.evaluate(async (run) => {
+    const runs = await (await navigator.storage.getDirectory()).getDirectoryHandle('runs');
+    await runs.removeEntry(run, { recursive: true });
+  }, run);
+
+const storedFiles = (page: Page) => page.getByTestId('exp-stored').getAttribute('data-files');
+
+describe('run export and import in the Experiment panel', () => {
+  test('exports a stored run, imports it back byte for byte, refuses corrupt and clashing files', async () => {
+    const { page, errors, screenshot } = await open();
+    await page.getByTestId('experiment').waitFor({ timeout: 30_000 });
+    await writeOpfsRun(page, RUN, FILES);
+    await page.reload();
+
+    // export: the button appears once the named run has files
+    await page.getByLabel('Run name').fill('e2e-nothing-here');
+    await expect.poll(() => storedFiles(page), { timeout: 30_000 }).toBe('0');
+    expect(await page.getByTestId('exp-export').count()).toBe(0);
+    await page.getByLabel('Run name').fill(RUN);
+    await expect.poll(() => storedFiles(page), { timeout: 30_000 }).toBe('3');
+    const [download] = await Promise.all([page.waitForEvent('download'), page.getByTestId('exp-export').click()]);
+    expect(download.suggestedFilename()).toBe(`${RUN}.coderl-run`);
+    const bundle = new Uint8Array(await readFile((await download.path())!));
+    const unpacked = unpackRun(bundle);
+    expect(unpacked.run).toBe(RUN);
+    expect(Object.fromEntries(unpacked.files.map((f) => [f.path, [...f.data]]))).toEqual(FILES);
+
+    const good = join(dir, `${RUN}.coderl-run`);
+    const corrupt = join(dir, 'corrupt.coderl-run');
+    await writeFile(good, bundle);
+    const bad = bundle.slice();
+    bad[bad.length - 5]! ^= 0x40; // inside the last file's bytes
+    await writeFile(corrupt, bad);
+
+    // the run is gone; a corrupted copy is refused, naming the file and the checksum, and writes nothing
+    await removeOpfsRun(page, RUN);
+    await page.getByLabel('Run name').fill('e2e-elsewhere');
+    await expect.poll(() => storedFiles(page), { timeout: 30_000 }).toBe('0');
+    await page.getByTestId('exp-import').setInputFiles(corrupt);
+    const importError = page.getByTestId('exp-import-error');
+    await expect.poll(async () => ((await importError.count()) ? await importError.textContent() : ''), { timeout: 30_000 }).toMatch(
+      /corrupt\.coderl-run.*file 2 \(rollouts\/policy\.ckpt\): checksum mismatch/,
+    );
+    expect(await opfsRun(page, RUN)).toBeNull();
+    await screenshot('run-import-corrupt');
+
+    // the good file: the run comes back byte for byte, and the panel selects it
+    await page.getByTestId('exp-import').setInputFiles(good);
+    await expect.poll(() => page.getByLabel('Run name').inputValue(), { timeout: 30_000 }).toBe(RUN);
+    await expect.poll(() => storedFiles(page), { timeout: 30_000 }).toBe('3');
+    expect(await importError.count()).toBe(0);
+    expect(await opfsRun(page, RUN)).toEqual(FILES);
+
+    // importing it again would overwrite the run: refused, naming it
+    await page.getByTestId('exp-import').setInputFiles(good);
+    await expect.poll(async () => ((await importError.count()) ? await importError.textContent() : ''), { timeout: 30_000 }).toMatch(
+      `a run named "${RUN}" already exists (3 files)`,
+    );
+    expect(await opfsRun(page, RUN)).toEqual(FILES);
+    expect(errors).toEqual([]);
+  });
+});
