@@ -122,7 +122,11 @@ describe('the inspection UI in Chromium', () => {
     await page.keyboard.press('Shift+Control+End');
     await page.keyboard.insertText(lookupBody(task.tests, arg));
     const rescore = page.getByTestId('rollout-rescore-status');
-    await expect.poll(() => rescore.getAttribute('data-state'), { timeout: 60_000 }).toBe('done');
+    const rescored = async (): Promise<string> => {
+      await expect.poll(() => rescore.getAttribute('data-state'), { timeout: 60_000 }).toMatch(/^(done|error)$/);
+      return `${await rescore.getAttribute('data-state')}: ${await rescore.textContent()}`;
+    };
+    expect(await rescored()).toMatch(/^done: /);
     const passing = Number(await breakdown.getAttribute('data-total'));
     expect(passing, 'the edited completion is scored anew').not.toBeCloseTo(recorded, 6);
     const statuses = await page.getByTestId('rollout-tests').locator('[data-status]').evaluateAll((els) => els.map((e) => e.getAttribute('data-status')));
