@@ -17,6 +17,7 @@ import type { Phase } from '../rl/pipeline';
 import type { StoredRun, Summary } from '../rl/run-browser';
 import type { FromRunWorker, ToRunWorker } from '../rl/run-protocol';
 import { runStorage } from '../rl/store-browser';
+import type { PhaseStart } from './eta';
 import type { LabState } from './index';
 
 export type RunStatus = 'idle' | 'running' | 'stopping' | 'stopped' | 'done' | 'error';
@@ -40,6 +41,8 @@ export interface RunSlice {
     note: string | null;
     phase: Phase | null;
     progress: Record<WorkPhase, number>;
+    /** when each phase became active in this session (for its ETA, store/eta.ts) */
+    started: Partial<Record<WorkPhase, PhaseStart>>;
     phases: Record<WorkPhase, PhaseState>;
     message: string;
     error: string | null;
@@ -159,11 +162,14 @@ export const createRunSlice: StateCreator<LabState, [], [], RunSlice> = (set, ge
         nextProgress[p] = 1;
       }
     });
+    let started = get().run.started;
     if (phase !== 'done') {
+      const p = Math.min(1, Math.max(0, progress));
+      if (phases[phase] !== 'active') started = { ...started, [phase]: { t: performance.now(), p } };
       nextPhases[phase] = 'active';
-      nextProgress[phase] = Math.min(1, Math.max(0, progress));
+      nextProgress[phase] = p;
     }
-    patch({ phase, phases: nextPhases, progress: nextProgress });
+    patch({ phase, phases: nextPhases, progress: nextProgress, started });
   }
 
   /**
@@ -192,6 +198,7 @@ export const createRunSlice: StateCreator<LabState, [], [], RunSlice> = (set, ge
       phase: null,
       progress: fill(0),
       phases: fill<PhaseState>('pending'),
+      started: {},
       message: '',
       error: null,
       summary: null,
@@ -210,7 +217,7 @@ export const createRunSlice: StateCreator<LabState, [], [], RunSlice> = (set, ge
       }
       stopRequested = false;
       patch({
-        status: 'running', name, backend: null, note: null, phase: null, progress: fill(0), phases: fill<PhaseState>('pending'),
+        status: 'running', name, backend: null, note: null, phase: null, progress: fill(0), phases: fill<PhaseState>('pending'), started: {},
         message: 'waiting for the GPU', error: null, summary: null, metrics: [],
       });
       try {

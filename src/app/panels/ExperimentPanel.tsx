@@ -12,6 +12,7 @@ import { RUN_BUNDLE_EXT } from '../../rl/run-bundle';
 import { exportRun, importRun } from '../../rl/run-transfer';
 import { checkRunName } from '../../rl/store-browser';
 import { useLab } from '../../store';
+import { formatEta, phaseEta } from '../../store/eta';
 import { overridesOf, parseSettings, WORK_PHASES, type WorkPhase } from '../../store/runSlice';
 
 const PRESETS = Object.keys(RL_PRESETS);
@@ -193,6 +194,13 @@ function RunTransfer({ run, onImported }: { run: string | null; onImported(name:
   );
 }
 
+/** ", about 1 min 05 s left" for the active phase of a running run, once its rate is known. */
+function etaText(r: ReturnType<typeof useLab.getState>['run'], p: WorkPhase): string {
+  if (r.status !== 'running' || r.phases[p] !== 'active') return '';
+  const s = phaseEta(r.started[p], r.progress[p], performance.now());
+  return s === null ? '' : `, about ${formatEta(s)} left`;
+}
+
 function RunProgress() {
   const r = useLab((s) => s.run);
   if (r.status === 'idle') return null;
@@ -208,7 +216,7 @@ function RunProgress() {
           <li key={p} data-phase={p} data-state={r.phases[p]}>
             <span>{PHASE_LABEL[p]}</span>
             <progress max={1} value={r.progress[p]} aria-label={`${PHASE_LABEL[p]} progress`} data-testid={`exp-progress-${p}`} />
-            <span className="hint">{r.phases[p] === 'off' ? 'off' : r.phases[p] === 'pending' ? '' : `${Math.round(r.progress[p] * 100)}%`}</span>
+            <span className="hint" data-testid={`exp-eta-${p}`}>{r.phases[p] === 'off' ? 'off' : r.phases[p] === 'pending' ? '' : `${Math.round(r.progress[p] * 100)}%${etaText(r, p)}`}</span>
           </li>
         ))}
       </ul>
