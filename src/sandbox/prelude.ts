@@ -2,6 +2,8 @@
  * The harness prelude: JavaScript that runs inside each fresh QuickJS context before any
  * untrusted code, as `(PRELUDE)(hostLog, hostTamper, outputChars)`. It
  *
+ * 0. replaces Math.random with a seeded generator (the same numbers in every fresh context, so
+ *    a program's verdict does not depend on chance),
  * 1. captures every function it will need as locals (so later global `let` shadowing or
  *    prototype changes cannot reach the harness),
  * 2. installs a frozen `console` whose methods format in the VM and hand one string to the
@@ -41,6 +43,21 @@ export const PRELUDE = String.raw`(function (hostLog, hostTamper, outputChars) {
   };
   const isObj = (v) => (typeof v === 'object' && v !== null) || typeof v === 'function';
   const keyName = (k) => (typeof k === 'symbol' ? '[' + S(k) + ']' : S(k));
+
+  // 0. a seeded Math.random (mulberry32, one fixed seed per fresh context): a program draws the
+  // same numbers on every run, so its verdict is reproducible (tests that draw random inputs,
+  // HumanEval-X JavaScript/32 for one, would otherwise pass or fail by chance)
+  {
+    const imul = Math.imul;
+    let seed = 0x2545f491;
+    const random = function random() {
+      seed = (seed + 0x6d2b79f5) | 0;
+      let t = imul(seed ^ (seed >>> 15), 1 | seed);
+      t = (t + imul(t ^ (t >>> 7), 61 | t)) ^ t;
+      return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+    };
+    rDefine(G.Math, 'random', { value: random, writable: true, enumerable: false, configurable: true });
+  }
 
   const globalNames = [];
   for (const k of ownKeys(G)) {

@@ -65,6 +65,17 @@ describe('verdicts and locations', () => {
     tests: 'const t = () => {\n  console.assert(inc(1) === 2)\n  console.assert(inc(2) === 3)\n}\nt()\n',
   };
 
+  test('Math.random is seeded: the same program draws the same numbers on every run, in [0, 1)', () => {
+    const draw = "  console.log(Math.random(), Math.random(), Math.random())\n  return x + 1\n}\n";
+    const a = run(task, draw).output;
+    const b = run(task, draw).output;
+    expect(a).toBe(b);
+    const xs = a.trim().split(/\s+/).map(Number);
+    expect(xs).toHaveLength(6); // two calls of inc, three draws each
+    expect(new Set(xs).size).toBe(6);
+    for (const x of xs) expect(x >= 0 && x < 1).toBe(true);
+  });
+
   test('a passing program, its output kept', () => {
     const r = run(task, "  console.log('x is', x, [x], {x})\n  return x + 1\n}\n");
     expect(r).toMatchObject({ verdict: 'passed', passed: true, output: 'x is 1 [1] {"x":1}\nx is 2 [2] {"x":2}\n' });
