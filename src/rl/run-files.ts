@@ -6,7 +6,8 @@
 import type { Metrics, RolloutRecord } from './ppo-loop';
 import { readText, type RunStore } from './store';
 
-export type MetricLine = { stage: string } & Metrics;
+/** One metrics.jsonl line: its stage, then the stage's numbers (and the alarms' messages). */
+export type MetricLine = { stage: string } & Record<string, Metrics[string] | string>;
 
 /** `rollouts/iter-0007.jsonl` -> 7 */
 export function rolloutFile(iteration: number): string {

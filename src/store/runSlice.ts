@@ -18,6 +18,7 @@ import type { StoredRun, Summary } from '../rl/run-browser';
 import type { FromRunWorker, ToRunWorker } from '../rl/run-protocol';
 import { runStorage } from '../rl/store-browser';
 import type { PhaseStart } from './eta';
+import type { MetricLine } from '../rl/run-files';
 import type { LabState } from './index';
 
 export type RunStatus = 'idle' | 'running' | 'stopping' | 'stopped' | 'done' | 'error';
@@ -26,7 +27,6 @@ export const WORK_PHASES = ['setup', 'sft', 'sft-eval', 'rm-samples', 'rm', 'ppo
 export type WorkPhase = (typeof WORK_PHASES)[number];
 /** pending; active; done (this run, or an earlier one of the same directory); off (disabled by the config) */
 export type PhaseState = 'pending' | 'active' | 'done' | 'off';
-export type MetricLine = { stage: string } & Record<string, number | string[] | string>;
 
 /** Metrics lines kept in the store (the run directory's metrics.jsonl has them all). */
 export const METRICS_KEPT = 300;
