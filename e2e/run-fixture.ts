@@ -1,0 +1,60 @@
+/**
+ * A real stored run for e2e tests that inspect one, without training in the browser: the
+ * pipeline runs in Node on the cpu backend (the float64 reference model, a real sandbox pool and
+ * analyzer) into a MemoryStore, and the test writes its files into the page's OPFS run directory.
+ * A miniature run (MINI_RUN with two PPO iterations) takes a few seconds.
+ */
+import type { Page } from 'playwright-core';
+import { createAnalyzer } from '../src/analysis';
+import { nodeWasmLoader } from '../src/analysis/wasm-node';
+import { createBackend } from '../src/model/backend';
+import { mergeConfig, resolveConfig } from '../src/rl/config';
+import { runPipeline, type Summary } from '../src/rl/pipeline';
+import { MemoryStore } from '../src/rl/store';
+import { MINI_RUN } from '../src/rl/testing';
+import { createNodePool } from '../src/sandbox/pool.node';
+
+export interface NodeRun {
+  /** path -> bytes, as the run directory holds them */
+  files: Record<string, Uint8Array>;
+  summary: Summary;
+}
+
+/** Runs preset `tiny` with MINI_RUN, two PPO iterations and `overrides` merged over it. */
+export async function nodeRun(seed = 1, overrides: unknown = {}): Promise<NodeRun> {
+  const cfg = resolveConfig('tiny', mergeConfig(mergeConfig(structuredClone(MINI_RUN), { rl: { iterations: 2, samplesPerPrompt: 3 } }), overrides));
+  const [pool, analyzer] = await Promise.all([createNodePool({ size: 1 }), createAnalyzer(nodeWasmLoader)]);
+  const store = new MemoryStore();
+  try {
+    const summary = await runPipeline({
+      cfg,
+      seed,
+      backend: 'cpu',
+      store,
+      scorer: { pool, analyzer },
+      makeBackend: (config, params, optim, optimizer) => createBackend('cpu', { config, params, optim, optimizer }),
+    });
+    return { files: Object.fromEntries(store.files), summary };
+  } finally {
+    pool.close();
+  }
+}
+
+/** Writes `files` into OPFS's runs/<run>/ (the app's run storage in Chromium). */
+export function writeOpfsRun(page: Page, run: string, files: Record<string, Uint8Array | number[]>): Promise<void> {
+  const plain = Object.fromEntries(Object.entries(files).map(([p, b]) => [p, [...b]]));
+  return page.evaluate(
+    async ({ run, files }) => {
+      const runs = await (await navigator.storage.getDirectory()).getDirectoryHandle('runs', { create: true });
+      for (const [path, bytes] of Object.entries(files)) {
+        const parts = path.split('/');
+        let d = await runs.getDirectoryHandle(run, { create: true });
+        for (const p of parts.slice(0, -1)) d = await d.getDirectoryHandle(p, { create: true });
+        const w = await (await d.getFileHandle(parts.at(-1)!, { create: true })).createWritable();
+        await w.write(new Uint8Array(bytes));
+        await w.close();
+      }
+    },
+    { run, files: plain },
+  );
+}
