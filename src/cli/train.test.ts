@@ -1,5 +1,5 @@
 /** `coderl train` and `coderl eval` in-process, on a miniature config. */
-import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
@@ -43,6 +43,16 @@ describe('coderl train / eval', () => {
     const t = capture();
     expect(await main(['train', '--out', '/tmp/never', '--set', '{"rl":{"clip":3}}'], t.io)).toBe(2);
     expect(t.err.join('\n')).toMatch(/config\.rl\.clip: must be a number in \[0\.001, 0\.999\], got 3/);
+    const dir = mkdtempSync(join(tmpdir(), 'coderl-suite-'));
+    const two = join(dir, 'two.jsonl');
+    writeFileSync(two, '{"task_id":"a","language":"javascript","prompt":"function a(){\\n","entry_point":"a","tests":"console.assert(a()===1);","canonical_solution":"return 1;}"}\n'.repeat(1));
+    const f = capture();
+    expect(await main(['train', '--out', join(dir, 'run'), '--suite', two], f.io)).toBe(2);
+    expect(f.err.join('\n')).toMatch(/coderl train: two\.jsonl: a run needs at least 3 tasks \(train, RL and held-out\), the file has 1/);
+    expect(existsSync(join(dir, 'run'))).toBe(false);
+    const m = capture();
+    expect(await main(['train', '--out', join(dir, 'run'), '--suite', join(dir, 'missing.jsonl')], m.io)).toBe(2);
+    expect(m.err.join('\n')).toMatch(/missing\.jsonl/);
     const u = capture();
     expect(await main(['train', '--seed', '1'], u.io)).toBe(2);
     expect(u.err.join('\n')).toMatch(/--out DIR is required/);

@@ -6,6 +6,7 @@
 import { validateModelConfig, type ModelConfig } from '../model/config';
 import { DEFAULT_REWARD, validateRewardConfig, type RewardConfig } from '../reward/reward';
 import { FAMILIES, type Family } from './tasks';
+import type { SuiteRef } from './tasks/from-suite';
 
 export interface SftConfig {
   lr: number;
@@ -99,7 +100,21 @@ export interface RlConfig {
   preset: string;
   /** vocabSize here is the tokenizer's maximum; the model uses the trained tokenizer's size */
   model: ModelConfig;
-  tasks: { families: Family[]; heldoutShare: number; rlShare: number; valShare: number; splitBy: 'concept' | 'task'; noise: number; noiseBugs: 'any' | 'operator' };
+  tasks: {
+    families: Family[];
+    heldoutShare: number;
+    rlShare: number;
+    valShare: number;
+    splitBy: 'concept' | 'task';
+    noise: number;
+    noiseBugs: 'any' | 'operator';
+    /**
+     * Absent: the built-in families. Set: the tasks come from this suite file instead
+     * (tasks/from-suite.ts; families, splitBy and noise are then unused), whose text the run
+     * directory keeps as tasks/suite.jsonl.
+     */
+    suite?: SuiteRef;
+  };
   sft: SftConfig;
   rm: RewardModelConfig;
   rl: RlAlgoConfig;
@@ -218,6 +233,15 @@ function checkSection(obj: unknown, spec: Record<string, Spec>, where: string, e
   }
 }
 
+function checkSuiteRef(s: unknown): void {
+  const at = 'config.tasks.suite';
+  if (!isObject(s)) throw new RlConfigError(`${at}: expected {name, sha256, tasks} (a suite file's reference), got ${JSON.stringify(s)}`);
+  for (const k of Object.keys(s)) if (!['name', 'sha256', 'tasks'].includes(k)) throw new RlConfigError(`${at}: unknown field "${k}" (fields: name, sha256, tasks)`);
+  if (typeof s.name !== 'string' || !s.name.trim() || s.name.length > 255) throw new RlConfigError(`${at}.name: must be the file's name (1 to 255 characters), got ${JSON.stringify(s.name)}`);
+  if (typeof s.sha256 !== 'string' || !/^[0-9a-f]{64}$/.test(s.sha256)) throw new RlConfigError(`${at}.sha256: must be 64 lowercase hex digits, got ${JSON.stringify(s.sha256)}`);
+  if (typeof s.tasks !== 'number' || !Number.isInteger(s.tasks) || s.tasks < 3) throw new RlConfigError(`${at}.tasks: must be an integer >= 3, got ${JSON.stringify(s.tasks)}`);
+}
+
 function isObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
@@ -248,7 +272,8 @@ export function validateRlConfig(input: unknown): RlConfig {
   } catch (e) {
     throw new RlConfigError((e as Error).message);
   }
-  checkSection(c.tasks, SCHEMA.tasks, 'config.tasks', ['families']);
+  checkSection(c.tasks, SCHEMA.tasks, 'config.tasks', ['families', 'suite']);
+  if (c.tasks.suite !== undefined) checkSuiteRef(c.tasks.suite);
   if (!Array.isArray(c.tasks.families) || !c.tasks.families.length || c.tasks.families.some((f) => !FAMILIES.includes(f))) {
     throw new RlConfigError(`config.tasks.families: must be a non-empty list of ${FAMILIES.join(', ')}, got ${JSON.stringify(c.tasks.families)}`);
   }

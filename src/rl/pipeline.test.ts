@@ -23,7 +23,8 @@ import { ppoIteration, repairPrompt, type RolloutRecord } from './ppo-loop';
 import { runPipeline, StoppedError, type Summary } from './pipeline';
 import { readMetrics, readRollouts, rolloutIterations } from './run-files';
 import { MemoryStore, readJson } from './store';
-import { buildTaskSet } from './tasks';
+import { buildTaskSet, suiteJsonl } from './tasks';
+import { readSuiteSource } from './tasks/from-suite';
 
 let pool: SandboxPool;
 let analyzer: Analyzer;
@@ -43,8 +44,9 @@ function miniConfig(over: unknown = {}): RlConfig {
   return resolveConfig('tiny', mergeConfig(base, over));
 }
 
-function run(cfg: RlConfig, store: MemoryStore, shouldStop?: () => boolean): Promise<Summary> {
+function run(cfg: RlConfig, store: MemoryStore, shouldStop?: () => boolean, suiteText?: string): Promise<Summary> {
   return runPipeline({
+    suiteText,
     cfg,
     seed: 3,
     backend: 'cpu',
@@ -122,6 +124,38 @@ describe('pipeline', () => {
     expect(lines(store, 'metrics.jsonl').filter((m) => m.stage === 'sft')).toHaveLength(sftLines); // SFT loaded, not redone
     expect(summary.rm).toBeNull();
     expect(lines(store, 'metrics.jsonl').filter((m) => m.stage === 'ppo').map((m) => m.iteration)).toEqual([0, 1]);
+  }, 300_000);
+});
+
+describe('tasks from a suite file', () => {
+  test('a run trains on the file\'s tasks, keeps the file, resumes without it and refuses a changed one', async () => {
+    // the file: built-in spec tasks as a user would export them (train with solutions, the rest tests only)
+    const b = buildTaskSet({ seed: 9, families: ['spec'] });
+    const fileText = suiteJsonl([...b.train.slice(0, 40), ...b.rl.slice(0, 10), ...b.heldout.slice(0, 10)]);
+    const { ref } = await readSuiteSource(fileText, 'mine.jsonl');
+    const cfg = miniConfig({ rm: { enabled: false }, rl: { iterations: 1 }, tasks: { suite: ref, heldoutShare: 0.2, rlShare: 0.2 } });
+    const store = new MemoryStore();
+    await expect(run(cfg, store)).rejects.toThrow(/suite file "mine\.jsonl", which is not in the run directory .*open the file again/);
+    const summary = await run(cfg, store, () => store.files.has('sft.json'), fileText).catch((e: unknown) => e);
+    expect(summary).toBeInstanceOf(StoppedError);
+    expect(text(store, 'tasks/suite.jsonl')).toBe(fileText);
+    const fileIds = new Set(fileText.trim().split('\n').map((l) => (JSON.parse(l) as { task_id: string }).task_id));
+    const split = (k: string) => lines(store, `tasks/${k}.jsonl`).map((t) => t.task_id as string);
+    expect(split('heldout')).toHaveLength(12);
+    expect(split('rl')).toHaveLength(12);
+    expect([...split('train'), ...split('val'), ...split('rl'), ...split('heldout')].sort()).toEqual([...fileIds].sort());
+    for (const t of lines(store, 'tasks/train.jsonl')) expect(t.canonical_solution).toBeTypeOf('string');
+    // resumed from the kept file (no text passed); a different text is ignored in favour of the kept one
+    const done = await run(cfg, store, undefined, fileText.replace('add', 'plus'));
+    expect(done.rl.iterations).toBe(1);
+    expect(Object.keys(done.sft.heldout_by_family)).toEqual(['spec']);
+    // a changed file under the same config is refused, naming it
+    const other = new MemoryStore();
+    await expect(run(cfg, other, undefined, fileText.replace(/\n$/, '\n\n'))).rejects.toThrow(/suite file "mine\.jsonl" is not the one the run was started with/);
+    // python tasks with JavaScript-only exploration are refused
+    const py = fileText.replaceAll('"language":"javascript"', '"language":"python"');
+    const pyRef = (await readSuiteSource(py, 'py.jsonl')).ref;
+    await expect(run(miniConfig({ tasks: { suite: pyRef }, explore: { syntax: true } }), new MemoryStore(), undefined, py)).rejects.toThrow(/python tasks .*JavaScript only/);
   }, 300_000);
 });
 

@@ -33,8 +33,9 @@ import type { ExploreHook } from './explore-hook';
 import { scoreRollouts, type Scorer } from './scorer';
 import { runSft, type SftProgress } from './sft';
 import { rolloutFile } from './run-files';
-import { readJson, writeJson, type RunStore } from './store';
-import { buildTaskSet, suiteJsonl, type GeneratedTask } from './tasks';
+import { readJson, readText, writeJson, type RunStore } from './store';
+import { buildTaskSet, suiteJsonl, type GeneratedTask, type TaskSet } from './tasks';
+import { readSuiteSource, SUITE_FILE, taskSetFromSuite } from './tasks/from-suite';
 
 export type Phase = 'setup' | 'sft' | 'sft-eval' | 'rm-samples' | 'rm' | 'ppo' | 'eval' | 'done';
 
@@ -59,6 +60,11 @@ export interface PipelineOptions {
   onMetrics?: (stage: string, m: Metrics) => void;
   /** asked between steps and iterations; true stops the run after saving (resumable) */
   shouldStop?: () => boolean;
+  /**
+   * The text of the suite file cfg.tasks.suite names, for a run that has not kept it yet; it is
+   * saved in the run directory (tasks/suite.jsonl), which is read on every later start.
+   */
+  suiteText?: string;
 }
 
 export interface StageEval {
@@ -92,6 +98,28 @@ interface State {
   elapsedMs: number;
 }
 
+/** The run's tasks: the built-in families, or the suite file the config names (checked against its hash). */
+async function taskSet(o: PipelineOptions): Promise<TaskSet> {
+  const { cfg, seed, store } = o;
+  const ref = cfg.tasks.suite;
+  if (!ref) return buildTaskSet({ seed, ...cfg.tasks });
+  let text = await readText(store, SUITE_FILE);
+  if (text === null) {
+    if (o.suiteText === undefined) throw new Error(`the run's tasks come from the suite file "${ref.name}", which is not in the run directory (${SUITE_FILE}); open the file again to start the run`);
+    text = o.suiteText;
+  }
+  const { tasks, ref: got } = await readSuiteSource(text, ref.name);
+  if (got.sha256 !== ref.sha256) {
+    throw new Error(`the suite file "${ref.name}" is not the one the run was started with (SHA-256 ${got.sha256.slice(0, 12)}…, the config has ${ref.sha256.slice(0, 12)}…); use a new run name for a changed file`);
+  }
+  const other = tasks.find((t) => t.language !== 'javascript');
+  if (other && (cfg.explore.syntax || cfg.explore.api !== 'off')) {
+    throw new Error(`the suite file "${ref.name}" has ${other.language} tasks (${other.task_id}); syntax-constrained and API-guided exploration work on JavaScript only: turn explore.syntax and explore.api off`);
+  }
+  await store.write(SUITE_FILE, text);
+  return taskSetFromSuite(tasks, ref.name, { seed, ...cfg.tasks });
+}
+
 /** A strided subset (the splits are sorted by task id, so a prefix would be one family). */
 function evalSubset(tasks: readonly GeneratedTask[]): GeneratedTask[] {
   const step = Math.max(1, Math.floor(tasks.length / TRAIN_EVAL_TASKS));
@@ -123,7 +151,7 @@ export async function runPipeline(o: PipelineOptions): Promise<Summary> {
     emit('done', 1, 'the run is finished; its summary is in summary.json');
     return done;
   }
-  const set = buildTaskSet({ seed, ...cfg.tasks });
+  const set = await taskSet(o);
   for (const k of ['train', 'val', 'rl', 'heldout'] as const) await store.write(`tasks/${k}.jsonl`, suiteJsonl(set[k]));
   const tok = trainTokenizer([...set.train, ...set.val].map((t) => t.prompt + t.demonstration), { vocabSize: cfg.model.vocabSize });
   await writeJson(store, 'tokenizer.json', tok.toJSON());

@@ -3,7 +3,10 @@ import { nodeWasmLoader } from '../../analysis/wasm-node';
 import { nodeProvider } from '../../gpu/node';
 import { GpuRuntime } from '../../gpu/runtime';
 import { createBackend, type BackendKind } from '../../model/backend';
-import { resolveConfig, RlConfigError, RL_PRESETS } from '../../rl/config';
+import { basename } from 'node:path';
+import { mergeConfig, resolveConfig, RlConfigError, RL_PRESETS } from '../../rl/config';
+import { readSuiteSource, SuiteSourceError } from '../../rl/tasks/from-suite';
+import { bytesToText } from '../../tasks/bytes';
 import { runPipeline, type PipelineEvent, type Summary } from '../../rl/pipeline';
 import { dirStore } from '../../rl/store-node';
 import { createNodePool, defaultPoolSize } from '../../sandbox/pool.node';
@@ -40,7 +43,7 @@ function summaryLines(s: Summary): string[] {
 export const trainCommand: Command = {
   name: 'train',
   summary: 'run the staged pipeline (SFT, reward model, PPO/GRPO) headless',
-  usage: 'coderl train --preset P --seed S --out DIR [--backend cpu|webgpu] [--set JSON|FILE]',
+  usage: 'coderl train --preset P --seed S --out DIR [--backend cpu|webgpu] [--set JSON|FILE] [--suite FILE]',
   description: [
     'Builds the seeded task families (train / val / rl / heldout splits), trains a tokenizer, then runs',
     'SFT with early stopping, the reward model and PPO (or GRPO), and evaluates held-out pass@1 before',
@@ -56,6 +59,7 @@ export const trainCommand: Command = {
     out: { type: 'string', description: 'run directory (created; an existing run there is resumed)', value: 'DIR' },
     backend: { type: 'string', description: 'cpu (float64 reference) or webgpu (default cpu)', value: 'B' },
     set: { type: 'string', description: 'JSON object (or a file holding one) overriding preset fields', value: 'JSON' },
+    suite: { type: 'string', description: 'train on the tasks of this suite file (JSONL, .gz too) instead of the built-in families', value: 'FILE' },
     workers: { type: 'string', description: `sandbox workers (default ${defaultPoolSize()})`, value: 'N' },
     quiet: { type: 'boolean', description: 'print only the summary' },
   },
@@ -63,6 +67,7 @@ export const trainCommand: Command = {
     'npx coderl train --preset tiny --seed 1 --out runs/tiny-1',
     'npx coderl train --preset tiny --seed 1 --out runs/grpo-1 --set \'{"rl":{"algo":"grpo"}}\'',
     'npx coderl train --preset tiny --seed 1 --out runs/gpu-1 --backend webgpu',
+    'npx coderl train --preset tiny --seed 1 --out runs/mine-1 --suite my-tasks.jsonl',
   ],
   async run(options, _positionals, io) {
     const out = options.out;
@@ -70,11 +75,20 @@ export const trainCommand: Command = {
     const preset = typeof options.preset === 'string' ? options.preset : 'tiny';
     const seed = intOption('train', options, 'seed', 0) ?? 1;
     const backend = backendOption('train', options.backend);
+    let suiteText: string | undefined;
     let cfg;
     try {
-      cfg = resolveConfig(preset, await overridesOption(options.set));
+      const over = await overridesOption(options.set);
+      if (typeof options.suite === 'string') {
+        const name = basename(options.suite);
+        suiteText = await bytesToText(await readInput('train', options.suite, '--suite file'));
+        const { ref } = await readSuiteSource(suiteText, name);
+        cfg = resolveConfig(preset, mergeConfig(over, { tasks: { suite: ref } }));
+      } else {
+        cfg = resolveConfig(preset, over);
+      }
     } catch (e) {
-      if (e instanceof RlConfigError) throw new UsageError(`coderl train: ${e.message}`);
+      if (e instanceof RlConfigError || e instanceof SuiteSourceError) throw new UsageError(`coderl train: ${e.message}`);
       throw e;
     }
     const workers = intOption('train', options, 'workers', 1) ?? defaultPoolSize();
@@ -102,6 +116,7 @@ export const trainCommand: Command = {
         makeBackend: (config, params, optim, optimizer) => createBackend(backend, { config, params, optim, optimizer, runtime: rt ?? undefined }),
         exploreFor: (tok) => exploreHook(tok, cfg.explore),
         onEvent,
+        suiteText,
       });
       for (const l of summaryLines(summary)) io.out(l);
       return 0;

@@ -23,7 +23,8 @@ export const FAMILY_DOC: Record<Family, string> = {
 export type Split = 'train' | 'val' | 'rl' | 'heldout';
 
 export interface TaskMeta {
-  family: Family;
+  /** a built-in Family, or a suite file's own (meta.family, else 'suite'; tasks/from-suite.ts) */
+  family: string;
   split: Split;
   /** the concept key `${template}/${c}` */
   concept: string;
