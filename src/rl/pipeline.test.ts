@@ -4,7 +4,7 @@
  * lists, a rerun resumes instead of redoing, a stopped run continues where it stopped, and the
  * first PPO iteration gives the same numbers on webgpu as on cpu.
  */
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { afterAll, beforeAll, describe, expect, test, vi } from 'vitest';
 import { createAnalyzer, type Analyzer } from '../analysis';
 import { nodeWasmLoader } from '../analysis/wasm-node';
 import { createBackend } from '../model/backend';
@@ -156,6 +156,34 @@ describe('tasks from a suite file', () => {
     const py = fileText.replaceAll('"language":"javascript"', '"language":"python"');
     const pyRef = (await readSuiteSource(py, 'py.jsonl')).ref;
     await expect(run(miniConfig({ tasks: { suite: pyRef }, explore: { syntax: true } }), new MemoryStore(), undefined, py)).rejects.toThrow(/python tasks .*JavaScript only/);
+  }, 300_000);
+});
+
+describe('pause', () => {
+  test('a paused run waits in the gate, writing nothing, and carries on where it was', async () => {
+    const store = new MemoryStore();
+    const cfg = miniConfig({ rm: { enabled: false }, rl: { iterations: 1 } });
+    let release: (() => void) | null = null;
+    let calls = 0;
+    const gate = (): Promise<void> => {
+      calls++;
+      if (release === null && store.files.has('sft.json')) return new Promise<void>((r) => (release = r));
+      return Promise.resolve();
+    };
+    const running = runPipeline({
+      cfg, seed: 3, backend: 'cpu', store, scorer: { pool, analyzer }, gate,
+      makeBackend: (config, params, optim, optimizer) => createBackend('cpu', { config, params, optim, optimizer }),
+    });
+    await vi.waitFor(() => expect(release).not.toBeNull(), { timeout: 120_000, interval: 20 });
+    const before = new Map([...store.files].map(([k, v]) => [k, v.length]));
+    await new Promise((r) => setTimeout(r, 500));
+    expect(new Map([...store.files].map(([k, v]) => [k, v.length]))).toEqual(before);
+    expect(store.files.has('policy.ckpt')).toBe(false);
+    release!();
+    const summary = await running;
+    expect(summary.rl.iterations).toBe(1);
+    expect(lines(store, 'metrics.jsonl').filter((m) => m.stage === 'sft').length).toBeGreaterThan(0);
+    expect(calls).toBeGreaterThanOrEqual(cfg.sft.maxSteps + 2); // every SFT step, before the reward model and PPO, each iteration
   }, 300_000);
 });
 

@@ -61,6 +61,11 @@ export interface PipelineOptions {
   /** asked between steps and iterations; true stops the run after saving (resumable) */
   shouldStop?: () => boolean;
   /**
+   * Awaited between steps and iterations, just before shouldStop is asked: a paused run waits in
+   * it, holding its device, model and sandbox, and carries on where it was when it resolves.
+   */
+  gate?: () => Promise<void>;
+  /**
    * The text of the suite file cfg.tasks.suite names, for a run that has not kept it yet; it is
    * saved in the run directory (tasks/suite.jsonl), which is read on every later start.
    */
@@ -210,6 +215,7 @@ export async function runPipeline(o: PipelineOptions): Promise<Summary> {
         },
         resume: resumable ? { progress, best: bestSnap!.params } : undefined,
         shouldStop: o.shouldStop,
+        gate: o.gate,
       });
       // stopped mid-stage: a rerun continues from the last validation (metrics.jsonl then holds
       // the SFT steps after it twice, at most evalEvery of them)
@@ -232,6 +238,7 @@ export async function runPipeline(o: PipelineOptions): Promise<Summary> {
     }
     await saveState();
   }
+  await o.gate?.();
   if (o.shouldStop?.()) throw new StoppedError();
 
   // stage 2: reward model
@@ -284,6 +291,7 @@ export async function runPipeline(o: PipelineOptions): Promise<Summary> {
     }
     await saveState();
   }
+  await o.gate?.();
   if (o.shouldStop?.()) throw new StoppedError();
 
   // stage 3: PPO / GRPO
@@ -309,6 +317,7 @@ export async function runPipeline(o: PipelineOptions): Promise<Summary> {
       rm: rmBackend && rmJson && !('skipped' in rmJson) ? { backend: rmBackend, mean: rmJson.scoreMean, std: rmJson.scoreStd, weight: cfg.rm.weight } : null,
     };
     for (let it = ppoState.iteration; it < cfg.rl.iterations; it++) {
+      await o.gate?.();
       if (o.shouldStop?.()) break;
       emit('ppo', it / cfg.rl.iterations, `iteration ${it + 1}/${cfg.rl.iterations}`);
       const { metrics, rollouts } = await ppoIteration(ctx, it, kl);

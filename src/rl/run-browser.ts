@@ -37,6 +37,9 @@ export interface BrowserRunOptions {
   onEvent?: PipelineOptions['onEvent'];
   onMetrics?: (stage: string, m: Metrics) => void;
   shouldStop?: () => boolean;
+  gate?: () => Promise<void>;
+  /** PipelineOptions.suiteText */
+  suiteText?: string;
 }
 
 /** What a run directory holds. */
@@ -100,6 +103,8 @@ export async function runInBrowser(o: BrowserRunOptions): Promise<Summary> {
       onEvent: o.onEvent,
       onMetrics: o.onMetrics,
       shouldStop: o.shouldStop,
+      gate: o.gate,
+      suiteText: o.suiteText,
     });
   } catch (e) {
     if (!runtime || e instanceof StoppedError) throw e;

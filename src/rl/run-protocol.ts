@@ -3,7 +3,7 @@
  * (rl/run-worker.ts), which runs the pipeline off the page's main thread. Types only: the
  * slice imports this without loading the pipeline.
  *
- * One run per worker: the page posts `start` once, maybe `stop`, and terminates the worker after
+ * One run per worker: the page posts `start` once, maybe `pause`/`resume` and `stop`, and terminates the worker after
  * the first of `done`, `stopped` or `error`, the worker's last message.
  */
 import type { RlConfig } from './config';
@@ -25,9 +25,14 @@ export type ToRunWorker =
       backend: RunBackend;
       /** where the page keeps runs (it reads them back from there); the worker writes there too */
       storage: RunStorageKind;
+      /** the text of the suite file cfg.tasks.suite names, when the page has it (a new run) */
+      suiteText?: string;
     }
   /** stop after the step in flight, saving what is finished (the run resumes from there) */
-  | { type: 'stop' };
+  | { type: 'stop' }
+  /** wait after the step in flight, keeping everything loaded, until `resume` (or `stop`) */
+  | { type: 'pause' }
+  | { type: 'resume' };
 
 /** worker -> page */
 export type FromRunWorker =
@@ -35,6 +40,10 @@ export type FromRunWorker =
   | { type: 'metrics'; stage: string; metrics: Metrics }
   /** the backend the run uses, sent once before the pipeline starts; `note` says why it differs from the one asked for */
   | { type: 'backend'; backend: RunBackend; note: string | null }
+  /** the run now waits between steps (after `pause`) */
+  | { type: 'paused' }
+  /** a paused run carries on (after `resume`) */
+  | { type: 'resumed' }
   | { type: 'done'; summary: Summary }
   /** stopped on request; `message` is the StoppedError's */
   | { type: 'stopped'; message: string }

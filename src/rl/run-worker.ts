@@ -21,6 +21,22 @@ const scope = self as unknown as WorkerScope;
 
 let started = false;
 let stopRequested = false;
+let pauseRequested = false;
+/** resolves the pipeline's wait while paused */
+let release: (() => void) | null = null;
+
+/** The pipeline's gate: returns at once unless a pause was asked for, else waits for resume or stop. */
+function gate(): Promise<void> {
+  if (!pauseRequested || stopRequested) return Promise.resolve();
+  return new Promise((resolve) => {
+    release = () => {
+      release = null;
+      post({ type: 'resumed' });
+      resolve();
+    };
+    post({ type: 'paused' });
+  });
+}
 /** set by the last message (done, stopped or error); nothing is posted after it */
 let ended = false;
 
@@ -71,10 +87,12 @@ async function start(m: Extract<ToRunWorker, { type: 'start' }>): Promise<void> 
       run: m.run,
       backend: m.backend,
       storage: m.storage,
+      suiteText: m.suiteText,
       onBackend: (backend, note) => post({ type: 'backend', backend, note }),
       onEvent: (event) => post({ type: 'event', event }),
       onMetrics: (stage, metrics) => post({ type: 'metrics', stage, metrics }),
       shouldStop: () => stopRequested,
+      gate,
     });
     post({ type: 'done', summary });
   } catch (e) {
@@ -86,6 +104,12 @@ scope.addEventListener('message', (e) => {
   const m = e.data;
   if (m.type === 'stop') {
     stopRequested = true;
+    release?.();
+  } else if (m.type === 'pause') {
+    pauseRequested = true;
+  } else if (m.type === 'resume') {
+    pauseRequested = false;
+    release?.();
   } else if (m.type === 'start') {
     if (started) return post({ type: 'error', message: 'the run worker runs one run; this one has started already' });
     started = true;

@@ -68,6 +68,8 @@ export interface SftHooks {
   onPoint?: (p: SftPoint) => void | Promise<void>;
   /** asked between steps; true stops the stage (the best parameters so far are kept) */
   shouldStop?: () => boolean;
+  /** awaited between steps, before shouldStop (a paused run waits in it) */
+  gate?: () => Promise<void>;
   /** after each validation: the progress to save with the backend's state and `best` */
   onCheckpoint?: (p: SftProgress, best: Float32Array) => void | Promise<void>;
   /** continue from saved progress: the backend already holds that step's parameters and optimizer state */
@@ -108,6 +110,7 @@ export async function runSft(backend: PolicyBackend, tok: Tokenizer, train: read
     history.push({ step: 0, loss: NaN, val_loss: bestValLoss });
   }
   while (step < cfg.maxSteps) {
+    await hooks.gate?.();
     if (hooks.shouldStop?.()) break;
     const batches = microBatches(nextBatch(), tok.padId, backend);
     step++;

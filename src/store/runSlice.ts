@@ -52,10 +52,15 @@ export interface RunSlice {
     stored: StoredRun | null;
     /** names of the stored runs, as last read */
     runs: string[];
+    /** of a running run: no; pausing (asked, the step in flight finishes); paused (waiting, everything loaded) */
+    pause: 'no' | 'pausing' | 'paused';
   };
   /** starts (or resumes) the run `name`; refused while one runs or the settings are invalid */
-  startRun(preset: string, seed: number, overridesJson: string, name: string): Promise<void>;
+  startRun(preset: string, seed: number, overridesJson: string, name: string, suiteText?: string): Promise<void>;
   stopRun(): void;
+  /** a running run waits after the step in flight, keeping its device and models, until resumeRun */
+  pauseRun(): void;
+  resumeRun(): void;
   /** reads what the run directory `name` holds into `stored`, and the list of runs */
   inspectRun(name: string): Promise<void>;
 }
@@ -205,9 +210,10 @@ export const createRunSlice: StateCreator<LabState, [], [], RunSlice> = (set, ge
       metrics: [],
       stored: null,
       runs: [],
+      pause: 'no',
     },
 
-    async startRun(preset, seed, overridesJson, name) {
+    async startRun(preset, seed, overridesJson, name, suiteText) {
       const { status } = get().run;
       if (status === 'running' || status === 'stopping') return;
       const { cfg, error } = parseSettings(preset, overridesJson);
@@ -218,7 +224,7 @@ export const createRunSlice: StateCreator<LabState, [], [], RunSlice> = (set, ge
       stopRequested = false;
       patch({
         status: 'running', name, backend: null, note: null, phase: null, progress: fill(0), phases: fill<PhaseState>('pending'), started: {},
-        message: 'waiting for the GPU', error: null, summary: null, metrics: [],
+        message: 'waiting for the GPU', error: null, summary: null, metrics: [], pause: 'no',
       });
       try {
         await settledGpu(get);
@@ -229,16 +235,21 @@ export const createRunSlice: StateCreator<LabState, [], [], RunSlice> = (set, ge
         const backend = note ? 'cpu' : 'webgpu';
         patch({ backend, note, message: 'starting the run worker' });
         const { kind: storage } = await runStorage();
-        const last = await runInWorker({ type: 'start', cfg, seed, run: name, backend, storage }, (m) => {
+        const last = await runInWorker({ type: 'start', cfg, seed, run: name, backend, storage, suiteText }, (m) => {
           if (m.type === 'event') {
             advance(m.event.phase, m.event.progress, cfg.rm.enabled);
             patch({ message: m.event.message });
           } else if (m.type === 'metrics') {
             patch({ metrics: [...get().run.metrics.slice(1 - METRICS_KEPT), { stage: m.stage, ...m.metrics }] });
+          } else if (m.type === 'paused') {
+            patch({ pause: 'paused' });
+          } else if (m.type === 'resumed') {
+            patch({ pause: 'no' });
           } else {
             patch({ backend: m.backend, note: m.note ?? get().run.note });
           }
         });
+        patch({ pause: 'no' });
         if (last.type === 'done') {
           advance('done', 1, cfg.rm.enabled);
           patch({ status: 'done', summary: last.summary });
@@ -250,7 +261,7 @@ export const createRunSlice: StateCreator<LabState, [], [], RunSlice> = (set, ge
           patch({ status: 'error', error: last.message });
         }
       } catch (e) {
-        patch({ status: 'error', error: message(e) });
+        patch({ status: 'error', error: message(e), pause: 'no' });
       }
       await get().inspectRun(name);
     },
@@ -260,6 +271,19 @@ export const createRunSlice: StateCreator<LabState, [], [], RunSlice> = (set, ge
       stopRequested = true;
       worker?.postMessage({ type: 'stop' } satisfies ToRunWorker);
       patch({ status: 'stopping', message: 'stopping after the current step (finished work is saved)' });
+    },
+
+    pauseRun() {
+      if (get().run.status !== 'running' || get().run.pause !== 'no' || !worker) return;
+      worker?.postMessage({ type: 'pause' } satisfies ToRunWorker);
+      patch({ pause: 'pausing' });
+    },
+
+    resumeRun() {
+      if (get().run.status !== 'running' || get().run.pause === 'no') return;
+      worker?.postMessage({ type: 'resume' } satisfies ToRunWorker);
+      // 'pausing' ends at once (the worker never waited); 'paused' ends with its `resumed`
+      if (get().run.pause === 'pausing') patch({ pause: 'no' });
     },
 
     async inspectRun(name) {

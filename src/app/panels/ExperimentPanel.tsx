@@ -1,11 +1,13 @@
 /**
- * Experiment setup: a preset, a seed, a run name and JSON overrides (validated as `coderl train
- * --set` validates them), Start and Stop, one progress bar per pipeline phase, and the summary.
+ * Experiment setup: a preset, a seed, a run name, where the tasks come from (built-in families
+ * or a suite file), the settings form and the JSON overrides it edits (validated as `coderl train
+ * --set` validates them), Start, Pause/Continue and Stop, one progress bar per pipeline phase,
+ * and the summary.
  * The run directory of the name is read as the name changes: a finished run shows its stored
  * summary, an unfinished one resumes on Start. A stored run exports as one `.coderl-run` file,
  * and such a file imports as the run it names (run-transfer.ts).
  */
-import { useEffect, useId, useMemo, useState, type FormEvent, type KeyboardEvent } from 'react';
+import { useCallback, useEffect, useId, useMemo, useState, type FormEvent, type KeyboardEvent } from 'react';
 import { RL_PRESETS } from '../../rl/config';
 import type { Summary } from '../../rl/pipeline';
 import { RUN_BUNDLE_EXT } from '../../rl/run-bundle';
@@ -14,6 +16,9 @@ import { checkRunName } from '../../rl/store-browser';
 import { useLab } from '../../store';
 import { formatEta, phaseEta } from '../../store/eta';
 import { overridesOf, parseSettings, WORK_PHASES, type WorkPhase } from '../../store/runSlice';
+import { effective } from '../setup/fields';
+import { SettingsForm } from '../setup/SettingsForm';
+import { SuitePicker } from '../setup/SuitePicker';
 
 const PRESETS = Object.keys(RL_PRESETS);
 
@@ -48,11 +53,20 @@ export function ExperimentPanel() {
   const runs = useLab((s) => s.run.runs);
   const start = useLab((s) => s.startRun);
   const stop = useLab((s) => s.stopRun);
+  const pause = useLab((s) => s.run.pause);
+  const pauseRun = useLab((s) => s.pauseRun);
+  const resumeRun = useLab((s) => s.resumeRun);
   const inspect = useLab((s) => s.inspectRun);
   const [preset, setPreset] = useState('tiny');
   const [seed, setSeed] = useState('1');
   const [name, setName] = useState<string | null>(null); // null: follows preset and seed
   const [overrides, setOverrides] = useState('{}');
+  const [suiteText, setSuiteText] = useState<string | null>(null);
+  /** fields of the settings form holding invalid text */
+  const [drafts, setDrafts] = useState(0);
+  /** bumped when the JSON text is edited by hand: the form drops its drafts */
+  const [formKey, setFormKey] = useState(0);
+  const onDrafts = useCallback((n: number) => setDrafts(n), []);
   const id = useId();
 
   const runDir = name ?? `${preset}-seed${seed}`;
@@ -61,7 +75,20 @@ export function ExperimentPanel() {
   const seedOk = seed.trim() !== '' && Number.isSafeInteger(seedValue) && seedValue >= 0;
   const nameError = nameProblem(runDir);
   const busy = status === 'running' || status === 'stopping';
-  const valid = settings.cfg !== null && seedOk && nameError === null;
+  const valid = settings.cfg !== null && seedOk && nameError === null && drafts === 0;
+  const parsedOver = useMemo(() => {
+    try {
+      const v: unknown = overrides.trim() ? JSON.parse(overrides) : {};
+      return typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : null;
+    } catch {
+      return null;
+    }
+  }, [overrides]);
+  const shown = useMemo(() => (parsedOver ? effective(preset, parsedOver) : null), [preset, parsedOver]);
+  const setOverridesByHand = (text: string): void => {
+    setOverrides(text);
+    setFormKey((k) => k + 1);
+  };
 
   useEffect(() => {
     if (nameError || busy) return;
@@ -71,7 +98,7 @@ export function ExperimentPanel() {
 
   const submit = (e?: FormEvent): void => {
     e?.preventDefault();
-    if (valid && !busy) void start(preset, seedValue, overrides, runDir);
+    if (valid && !busy) void start(preset, seedValue, overrides, runDir, settings.cfg?.tasks.suite ? (suiteText ?? undefined) : undefined);
   };
   const onKeyDown = (e: KeyboardEvent<HTMLTextAreaElement>): void => {
     if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) submit(e);
@@ -83,7 +110,7 @@ export function ExperimentPanel() {
     if (!c) return;
     setPreset(c.cfg.preset);
     setSeed(String(c.seed));
-    setOverrides(JSON.stringify(overridesOf(c.cfg)));
+    setOverridesByHand(JSON.stringify(overridesOf(c.cfg)));
   };
 
   return (
@@ -107,16 +134,25 @@ export function ExperimentPanel() {
           </datalist>
           {nameError && <p id={`${id}-name-error`} className="field-error" data-testid="exp-name-error">{nameError}</p>}
         </div>
+        <div className="exp-wide">
+          <SuitePicker preset={preset} overrides={parsedOver} cfg={shown} onOverrides={setOverrides} suiteText={suiteText} onSuiteText={setSuiteText} disabled={busy} />
+          <SettingsForm resetKey={formKey} preset={preset} overrides={overrides} onOverrides={setOverrides} configError={settings.error}
+            disabled={busy} onDrafts={onDrafts} />
+          {drafts > 0 && <p className="field-error" data-testid="exp-drafts">{drafts === 1 ? 'One setting needs' : `${drafts} settings need`} a fix before the run can start.</p>}
+        </div>
         <label htmlFor={`${id}-over`}>Overrides (JSON)</label>
         <div>
           <textarea id={`${id}-over`} className="exp-overrides" rows={4} spellCheck={false} value={overrides} disabled={busy}
             aria-invalid={settings.error !== null} aria-describedby={`${id}-over-help${settings.error ? ` ${id}-over-error` : ''}`}
-            onChange={(e) => setOverrides(e.target.value)} onKeyDown={onKeyDown} data-testid="exp-overrides" />
+            onChange={(e) => setOverridesByHand(e.target.value)} onKeyDown={onKeyDown} data-testid="exp-overrides" />
           <p id={`${id}-over-help`} className="hint">Preset fields to change, as for <code>coderl train --set</code>, e.g. {'{"rl":{"algo":"grpo"}}'}. Ctrl/Cmd+Enter starts.</p>
           {settings.error && <p id={`${id}-over-error`} className="field-error" role="alert" data-testid="exp-overrides-error">{settings.error}</p>}
         </div>
         <div className="exp-buttons">
           <button type="submit" disabled={!valid || busy} data-testid="exp-start">{here?.config && !here.summary ? 'Resume' : 'Start'}</button>
+          <button type="button" onClick={pause === 'no' ? pauseRun : resumeRun} disabled={status !== 'running'} aria-pressed={pause !== 'no'} data-testid="exp-pause">
+            {pause === 'no' ? 'Pause' : 'Continue'}
+          </button>
           <button type="button" onClick={stop} disabled={status !== 'running'} data-testid="exp-stop">Stop</button>
         </div>
       </form>
@@ -196,7 +232,7 @@ function RunTransfer({ run, onImported }: { run: string | null; onImported(name:
 
 /** ", about 1 min 05 s left" for the active phase of a running run, once its rate is known. */
 function etaText(r: ReturnType<typeof useLab.getState>['run'], p: WorkPhase): string {
-  if (r.status !== 'running' || r.phases[p] !== 'active') return '';
+  if (r.status !== 'running' || r.pause !== 'no' || r.phases[p] !== 'active') return '';
   const s = phaseEta(r.started[p], r.progress[p], performance.now());
   return s === null ? '' : `, about ${formatEta(s)} left`;
 }
@@ -207,7 +243,7 @@ function RunProgress() {
   return (
     <div className="exp-run" data-testid="exp-run" data-status={r.status} aria-live="polite">
       <p className="exp-status">
-        Run “{r.name}”: <strong data-testid="exp-status">{r.status}</strong>
+        Run “{r.name}”: <strong data-testid="exp-status" data-pause={r.pause}>{r.status === 'running' && r.pause !== 'no' ? r.pause : r.status}</strong>
         {r.backend && <> on the {r.backend} backend</>}
       </p>
       {r.note && <p className="alert" data-testid="exp-note">{r.note}</p>}
