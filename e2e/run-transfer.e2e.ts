@@ -124,6 +124,70 @@ describe('run export and import in the Experiment panel', () => {
       `a run named "${RUN}" already exists (3 files)`,
     );
     expect(await opfsRun(page, RUN)).toEqual(FILES);
+
+    // ... but it can go in under another name: the form suggests a free one
+    const asName = page.getByTestId('exp-import-as-name');
+    expect(await asName.inputValue()).toBe(`${RUN}-2`);
+    await asName.fill('bad/name');
+    expect(await page.getByTestId('exp-import-as').isDisabled()).toBe(true);
+    await asName.fill(`${RUN}-copy`);
+    await page.getByTestId('exp-import-as').click();
+    await expect.poll(() => page.getByLabel('Run name').inputValue(), { timeout: 30_000 }).toBe(`${RUN}-copy`);
+    expect(await opfsRun(page, `${RUN}-copy`)).toEqual(FILES);
+    expect(await importError.count()).toBe(0);
+    expect(await asName.count()).toBe(0);
+    await screenshot('run-import-as');
+
+    // deleting asks first; Cancel keeps the run, Delete removes every file and the run from the lists
+    await expect.poll(() => storedFiles(page), { timeout: 30_000 }).toBe('3');
+    await page.getByTestId('exp-delete').click();
+    expect(await page.getByRole('group', { name: `Delete run ${RUN}-copy` }).textContent()).toContain('its 3 files');
+    await page.getByTestId('exp-delete-cancel').click();
+    expect(await opfsRun(page, `${RUN}-copy`)).toEqual(FILES);
+    await page.getByTestId('exp-delete').click();
+    await page.getByTestId('exp-delete-confirm').click();
+    await expect.poll(() => storedFiles(page), { timeout: 30_000 }).toBe('0');
+    expect(await opfsRun(page, `${RUN}-copy`)).toBeNull();
+    expect(await opfsRun(page, RUN)).toEqual(FILES);
+    const listed = await page.getByTestId('rollouts-run').locator('option').allTextContents();
+    expect(listed).toContain(RUN);
+    expect(listed).not.toContain(`${RUN}-copy`);
+
+    // a run written by someone else (another tab) shows up in the lists when the page gets focus again
+    await writeOpfsRun(page, 'e2e-other-tab', FILES);
+    await page.evaluate(() => window.dispatchEvent(new Event('focus')));
+    await expect.poll(() => page.getByTestId('rollouts-run').locator('option').allTextContents(), { timeout: 10_000 }).toContain('e2e-other-tab');
+    expect(errors).toEqual([]);
+  });
+
+  test('in the IndexedDB fallback a run imports and deletes the same way', async () => {
+    const { page, errors } = await open(() => {
+      delete (StorageManager.prototype as { getDirectory?: unknown }).getDirectory;
+    });
+    await page.getByTestId('experiment').waitFor({ timeout: 30_000 });
+    const { packRun } = await import('../src/rl/run-bundle');
+    const file = join(dir, 'idb.coderl-run');
+    await writeFile(file, packRun(Object.entries(FILES).map(([path, b]) => ({ path, data: new Uint8Array(b) })), { run: 'e2e-idb' }));
+    await page.getByTestId('exp-import').setInputFiles(file);
+    await expect.poll(() => page.getByLabel('Run name').inputValue(), { timeout: 30_000 }).toBe('e2e-idb');
+    await expect.poll(() => storedFiles(page), { timeout: 30_000 }).toBe('3');
+    expect(await page.getByTestId('exp-stored').textContent()).toContain('IndexedDB');
+    await page.getByTestId('exp-delete').click();
+    await page.getByTestId('exp-delete-confirm').click();
+    await expect.poll(() => storedFiles(page), { timeout: 30_000 }).toBe('0');
+    const keys = await page.evaluate(
+      () =>
+        new Promise<string[]>((resolve, reject) => {
+          const req = indexedDB.open('coderl-runs', 1);
+          req.onerror = () => reject(req.error);
+          req.onsuccess = () => {
+            const get = req.result.transaction('files', 'readonly').objectStore('files').getAllKeys();
+            get.onsuccess = () => resolve(get.result as string[]);
+            get.onerror = () => reject(get.error);
+          };
+        }),
+    );
+    expect(keys.filter((k) => k.startsWith('e2e-idb/'))).toEqual([]);
     expect(errors).toEqual([]);
   });
 });

@@ -26,6 +26,8 @@ export interface RunStorage {
   open(name: string): BrowserRunStore;
   /** names of the stored runs, sorted */
   runs(): Promise<string[]>;
+  /** deletes the run directory `name` and every file in it; false when there was none */
+  remove(name: string): Promise<boolean>;
 }
 
 const OPFS_DIR = 'runs';
@@ -98,6 +100,16 @@ async function opfsStorage(): Promise<RunStorage> {
       const out: string[] = [];
       for await (const h of (root as DirHandle).values()) if (h.kind === 'directory') out.push(h.name);
       return out.sort();
+    },
+    async remove(run) {
+      checkRunName(run);
+      try {
+        await root.removeEntry(run, { recursive: true });
+        return true;
+      } catch (e) {
+        if ((e as DOMException).name === 'NotFoundError') return false;
+        throw e;
+      }
     },
     open(run) {
       checkRunName(run);
@@ -174,6 +186,16 @@ async function indexedDbStorage(): Promise<RunStorage> {
     kind: 'indexeddb',
     async runs() {
       return [...new Set((await keysUnder('')).map((k) => k.slice(0, k.indexOf('/'))))].sort();
+    },
+    async remove(run) {
+      checkRunName(run);
+      const keys = await keysUnder(`${run}/`);
+      if (!keys.length) return false;
+      const tx = db.transaction('files', 'readwrite');
+      const finished = committed(tx);
+      tx.objectStore('files').delete(IDBKeyRange.bound(`${run}/`, `${run}/\uffff`));
+      await finished;
+      return true;
     },
     open(run) {
       checkRunName(run);

@@ -63,6 +63,10 @@ export interface RunSlice {
   resumeRun(): void;
   /** reads what the run directory `name` holds into `stored`, and the list of runs */
   inspectRun(name: string): Promise<void>;
+  /** re-reads the list of runs (and the inspected one), e.g. after another tab changed them */
+  refreshRuns(): Promise<void>;
+  /** deletes a stored run (not the one running); panels showing it let go of it */
+  deleteRun(name: string): Promise<void>;
 }
 
 /** The config a preset and overrides text give, or why they give none (the RlConfigError's message). */
@@ -284,6 +288,28 @@ export const createRunSlice: StateCreator<LabState, [], [], RunSlice> = (set, ge
       worker?.postMessage({ type: 'resume' } satisfies ToRunWorker);
       // 'pausing' ends at once (the worker never waited); 'paused' ends with its `resumed`
       if (get().run.pause === 'pausing') patch({ pause: 'no' });
+    },
+
+    async refreshRuns() {
+      const name = get().run.stored?.run;
+      if (name) return get().inspectRun(name);
+      try {
+        const { listStoredRuns } = await import('../rl/run-browser');
+        patch({ runs: await listStoredRuns() });
+      } catch {
+        // no storage: nothing to list
+      }
+    },
+
+    async deleteRun(name) {
+      const r = get().run;
+      if ((r.status === 'running' || r.status === 'stopping') && r.name === name) throw new Error(`run "${name}" is running; stop it before deleting it`);
+      const { runStorage } = await import('../rl/store-browser');
+      await (await runStorage()).remove(name);
+      if (get().rollouts.run === name) {
+        set((s) => ({ rollouts: { ...s.rollouts, status: 'idle', error: null, run: null, iterations: [], iteration: null, records: [], selected: null } }));
+      }
+      await get().inspectRun(name);
     },
 
     async inspectRun(name) {

@@ -95,6 +95,19 @@ export function ExperimentPanel() {
     const t = setTimeout(() => void inspect(runDir), 250);
     return () => clearTimeout(t);
   }, [runDir, nameError, busy, inspect]);
+  // another tab may have added, imported or deleted runs: re-read the list when the page comes back
+  const refreshRuns = useLab((s) => s.refreshRuns);
+  useEffect(() => {
+    const again = (): void => {
+      if (document.visibilityState === 'visible') void refreshRuns();
+    };
+    window.addEventListener('focus', again);
+    document.addEventListener('visibilitychange', again);
+    return () => {
+      window.removeEventListener('focus', again);
+      document.removeEventListener('visibilitychange', again);
+    };
+  }, [refreshRuns]);
 
   const submit = (e?: FormEvent): void => {
     e?.preventDefault();
@@ -168,6 +181,7 @@ export function ExperimentPanel() {
               <ul className="exp-files">{here.files.map((f) => <li key={f}>{f}</li>)}</ul>
             </details>
           )}
+          {here.files.length > 0 && <DeleteRun run={here.run} files={here.files.length} />}
           {differs && (
             <p>
               It was started with other settings (seed {here.config!.seed}, preset {here.config!.cfg.preset}).{' '}
@@ -183,10 +197,47 @@ export function ExperimentPanel() {
   );
 }
 
+/** Deletes a stored run after an inline confirmation (Escape or Cancel keeps it). */
+function DeleteRun({ run, files }: { run: string; files: number }) {
+  const del = useLab((s) => s.deleteRun);
+  const [asking, setAsking] = useState(false);
+  const [error, setError] = useState<string | null>(null);
+  useEffect(() => {
+    setAsking(false);
+    setError(null);
+  }, [run]);
+  const confirm = async (): Promise<void> => {
+    try {
+      await del(run);
+      setAsking(false);
+    } catch (e) {
+      setError(`Could not delete “${run}”: ${(e as Error).message}`);
+    }
+  };
+  if (!asking) {
+    return (
+      <p>
+        <button type="button" className="link" onClick={() => setAsking(true)} data-testid="exp-delete">Delete run…</button>
+      </p>
+    );
+  }
+  return (
+    <div role="group" aria-label={`Delete run ${run}`} className="exp-confirm" onKeyDown={(e) => e.key === 'Escape' && setAsking(false)}>
+      <p>Delete run “{run}” and its {files} files from this browser? This cannot be undone; export it first to keep a copy.</p>
+      <button type="button" onClick={() => void confirm()} data-testid="exp-delete-confirm" autoFocus>Delete</button>{' '}
+      <button type="button" onClick={() => setAsking(false)} data-testid="exp-delete-cancel">Cancel</button>
+      {error && <p role="alert" className="field-error" data-testid="exp-delete-error">{error}</p>}
+    </div>
+  );
+}
+
 /** Export the selected stored run (`run`, null when nothing is stored) and import a run file. */
 function RunTransfer({ run, onImported }: { run: string | null; onImported(name: string): void }) {
   const inspect = useLab((s) => s.inspectRun);
+  const runs = useLab((s) => s.run.runs);
   const [error, setError] = useState<{ kind: 'import' | 'export'; message: string } | null>(null);
+  /** a file refused because its run name is taken: it can be imported under another name */
+  const [clash, setClash] = useState<{ file: File; name: string } | null>(null);
   const id = useId();
 
   const doExport = async (run: string): Promise<void> => {
@@ -204,14 +255,22 @@ function RunTransfer({ run, onImported }: { run: string | null; onImported(name:
       setError({ kind: 'export', message: `Export failed: ${(e as Error).message}` });
     }
   };
-  const doImport = async (file: File): Promise<void> => {
+  const doImport = async (file: File, as?: string): Promise<void> => {
     setError(null);
     try {
-      const name = await importRun(new Uint8Array(await file.arrayBuffer()));
+      const name = await importRun(new Uint8Array(await file.arrayBuffer()), as);
+      setClash(null);
       await inspect(name);
       onImported(name);
     } catch (e) {
-      setError({ kind: 'import', message: `Could not import "${file.name}": ${(e as Error).message}` });
+      const message = (e as Error).message;
+      setError({ kind: 'import', message: `Could not import "${file.name}"${as ? ` as “${as}”` : ''}: ${message}` });
+      if (/already exists/.test(message)) {
+        const base = as ?? /a run named "(.*)" already exists/.exec(message)?.[1] ?? 'imported';
+        setClash({ file, name: nextFreeName(base, runs) });
+      } else if (!as) {
+        setClash(null);
+      }
     }
   };
 
@@ -226,8 +285,27 @@ function RunTransfer({ run, onImported }: { run: string | null; onImported(name:
           if (file) void doImport(file).finally(() => (input.value = '')); // the same file can be picked again
         }} />
       {error && <p role="alert" className="field-error" data-testid={`exp-${error.kind}-error`}>{error.message}</p>}
+      {clash && (
+        <form className="exp-import-as" onSubmit={(e) => {
+          e.preventDefault();
+          void doImport(clash.file, clash.name);
+        }}>
+          <label htmlFor={`${id}-as`}>Import as</label>{' '}
+          <input id={`${id}-as`} value={clash.name} onChange={(e) => setClash({ ...clash, name: e.target.value })} aria-invalid={nameProblem(clash.name) !== null}
+            data-testid="exp-import-as-name" />{' '}
+          <button type="submit" disabled={nameProblem(clash.name) !== null} data-testid="exp-import-as">Import</button>{' '}
+          <button type="button" className="link" onClick={() => setClash(null)}>Cancel</button>
+          {nameProblem(clash.name) && <p className="field-error">{nameProblem(clash.name)}</p>}
+        </form>
+      )}
     </div>
   );
+}
+
+/** `base-2`, `base-3`, … : the first not among `taken`. */
+function nextFreeName(base: string, taken: readonly string[]): string {
+  const stem = base.replace(/-\d+$/, '');
+  for (let i = 2; ; i++) if (!taken.includes(`${stem}-${i}`)) return `${stem}-${i}`;
 }
 
 /** ", about 1 min 05 s left" for the active phase of a running run, once its rate is known. */
