@@ -1,7 +1,8 @@
 import type { StateCreator } from 'zustand';
 import type { LabState } from './index';
 
-export type CodeTab = 'rollout' | 'kernels';
+/** The Code panel's tabs: the selected rollout, two rollouts compared, the self-check kernels' WGSL. */
+export type CodeTab = 'rollout' | 'compare' | 'kernels';
 
 export interface UiSlice {
   ui: {

@@ -2,6 +2,8 @@ import { lazy, Suspense, useEffect } from 'react';
 import { reduceSumPass } from '../../kernels/reduce_sum';
 import { saxpy } from '../../kernels/saxpy';
 import { useLab } from '../../store';
+import { sideKey } from '../rollout/compare';
+import { RolloutCompare } from './RolloutCompare';
 import { RolloutView } from './RolloutView';
 
 const CodeEditor = lazy(() => import('./CodeEditor'));
@@ -23,12 +25,20 @@ export function CodePanel() {
   useEffect(() => {
     if (selected !== null) setTab('rollout');
   }, [selected, setTab]);
+  // and a complete pair to compare (a new one, or swapped) brings the Compare tab forward
+  const pair = useLab(({ rollouts: { compare: c } }) => (c.a && c.b ? `${sideKey(c.a)}|${sideKey(c.b)}` : null));
+  useEffect(() => {
+    if (pair !== null) setTab('compare');
+  }, [pair, setTab]);
 
   return (
     <div className="code-panel">
       <div role="tablist" aria-label="Code view" className="tabs">
         <button role="tab" type="button" aria-selected={tab === 'rollout'} onClick={() => setTab('rollout')}>
           Rollout
+        </button>
+        <button role="tab" type="button" aria-selected={tab === 'compare'} onClick={() => setTab('compare')} data-testid="code-tab-compare">
+          Compare
         </button>
         <button role="tab" type="button" aria-selected={tab === 'kernels'} onClick={() => setTab('kernels')}>
           Kernels
@@ -45,6 +55,8 @@ export function CodePanel() {
       </div>
       {tab === 'rollout' ? (
         <RolloutView />
+      ) : tab === 'compare' ? (
+        <RolloutCompare />
       ) : (
         <Suspense fallback={<p className="empty">Loading the editor…</p>}>
           <CodeEditor value={k.wgsl} language="wgsl" readOnly label={`${k.file} (read-only)`} />

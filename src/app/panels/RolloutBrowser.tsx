@@ -1,12 +1,14 @@
 /**
  * The rollout browser: one PPO iteration's rollouts of a stored or the live run, grouped by
  * prompt, ranked and sorted under what-if reward weights (the arithmetic is app/rollout/whatif.ts),
- * filtered, and selectable for the code view (`s.rollouts.selected`). It opens the live run when
- * one starts, and a new 'ppo' metrics line of the open run refreshes its iterations.
+ * filtered, and selectable for the code view (`s.rollouts.selected`); a row can be marked as side A
+ * or B of a comparison (`s.rollouts.compare`, the Code panel's Compare tab). It opens the live run
+ * when one starts, and a new 'ppo' metrics line of the open run refreshes its iterations.
  */
 import { useEffect, useId, useMemo, useRef, useState, type KeyboardEvent } from 'react';
 import { useLab } from '../../store';
 import type { RolloutRecord } from '../../rl/ppo-loop';
+import type { CompareSide, SideName } from '../rollout/compare';
 import {
   arrange, firstCommentLine, firstLine, groupStats, meanAdvantage, NO_FILTER, recordedWeights,
   type ArrangedGroup, type GroupStats, type RolloutFilter, type SortKey,
@@ -80,6 +82,7 @@ export function RolloutBrowser() {
               </label>
             ))}
           </div>
+          <CompareBar />
           {computed.stats && <RolloutTable records={r.records} stats={computed.stats} layout={layout} whatIf={r.weights !== null} />}
         </>
       )}
@@ -198,9 +201,45 @@ interface TableProps {
   whatIf: boolean;
 }
 
+/** Marks the selected rollout as side A or B of a comparison; rows take the keys A and B too. */
+function CompareBar() {
+  const selected = useLab((s) => s.rollouts.selected);
+  const { a, b } = useLab((s) => s.rollouts.compare);
+  const mark = useLab((s) => s.markForCompare);
+  const setTab = useLab((s) => s.setCodeTab);
+  const chip = (name: SideName, side: CompareSide | null) => (
+    <span className="rb-cmp-chip" data-testid={`compare-chip-${name}`} data-set={side !== null}>
+      <span className="rb-cmp" aria-hidden="true">{name.toUpperCase()}</span>
+      {side ? `${side.record.task_id} · it. ${side.iteration} · #${side.index}` : 'not set'}
+    </span>
+  );
+  return (
+    <div className="rb-controls rb-compare" role="group" aria-label="Compare two rollouts" data-testid="compare-bar">
+      <span>Compare</span>
+      {chip('a', a)}
+      {chip('b', b)}
+      <button type="button" onClick={() => selected !== null && mark('a', selected)} disabled={selected === null} data-testid="compare-set-a">
+        Set selected as A
+      </button>
+      <button type="button" onClick={() => selected !== null && mark('b', selected)} disabled={selected === null} data-testid="compare-set-b">
+        Set selected as B
+      </button>
+      <button type="button" onClick={() => setTab('compare')} disabled={!a && !b} data-testid="compare-open">Open Compare</button>
+      <span className="hint">keys on a row: A, B</span>
+    </div>
+  );
+}
+
 function RolloutTable({ records, stats, layout, whatIf }: TableProps) {
   const selected = useLab((s) => s.rollouts.selected);
   const select = useLab((s) => s.selectRollout);
+  const mark = useLab((s) => s.markForCompare);
+  // which rows of the open iteration are sides of the comparison
+  const sideAt = useLab(({ rollouts: { run, iteration, compare } }) => {
+    const at = (c: CompareSide | null): number => (c && c.run === run && c.iteration === iteration ? c.index : -1);
+    return `${at(compare.a)},${at(compare.b)}`;
+  });
+  const [atA, atB] = sideAt.split(',').map(Number) as [number, number];
   const [focus, setFocus] = useState<number | null>(null);
   const table = useRef<HTMLTableElement>(null);
   const order = layout.flatMap((g) => g.rows);
@@ -217,6 +256,9 @@ function RolloutTable({ records, stats, layout, whatIf }: TableProps) {
     } else if (e.key === 'Enter' || e.key === ' ') {
       e.preventDefault();
       select(i);
+    } else if ((e.key === 'a' || e.key === 'b' || e.key === 'A' || e.key === 'B') && !e.ctrlKey && !e.metaKey && !e.altKey) {
+      e.preventDefault();
+      mark(e.key.toLowerCase() as SideName, i);
     }
   };
 
@@ -249,11 +291,16 @@ function RolloutTable({ records, stats, layout, whatIf }: TableProps) {
               return (
                 <tr key={i} className="rb-row" data-testid="rollout-row" data-index={i} data-rank={stats.ranks[i]} data-total={total.toFixed(6)}
                   data-group-advantage={stats.advantages[i]!.toFixed(6)} aria-selected={selected === i} tabIndex={i === tabbable ? 0 : -1}
+                  data-compare={i === atA ? (i === atB ? 'ab' : 'a') : i === atB ? 'b' : undefined} aria-keyshortcuts="Enter A B"
                   onClick={() => {
                     setFocus(i);
                     select(i);
                   }} onFocus={() => setFocus(i)} onKeyDown={(e) => onKeyDown(e, i)}>
-                  <td>{stats.ranks[i]}</td>
+                  <td>
+                    {stats.ranks[i]}
+                    {i === atA && <span className="rb-cmp" title="compared: side A">A</span>}
+                    {i === atB && <span className="rb-cmp" title="compared: side B">B</span>}
+                  </td>
                   <td title={`group-normalised advantage under these weights: ${num(stats.advantages[i]!)}`}>
                     {num(total)}
                     {whatIf && <span className="rb-recorded" title="the recorded total">was {num(rec.reward.total)}</span>}
