@@ -6,8 +6,9 @@ import { gpuInfoCommand } from './commands/gpu-info';
 import { scoreCommand } from './commands/score';
 import { trainCommand } from './commands/train';
 import { evalCommand } from './commands/eval';
+import { onnxCommand } from './commands/onnx';
 
-export const COMMANDS: Command[] = [gpuInfoCommand, benchCommand, scoreCommand, trainCommand, evalCommand];
+export const COMMANDS: Command[] = [gpuInfoCommand, benchCommand, scoreCommand, trainCommand, evalCommand, onnxCommand];
 
 const VERSION = '0.1.0';
 
