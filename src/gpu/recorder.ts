@@ -107,9 +107,13 @@ export class Recorder {
     const where = `${this.label} > read ${buffer.label}`;
     this.assertOpen(where);
     checkRange(buffer, offset, size, where);
-    return new Promise((resolve, reject) => {
+    const bytes = new Promise<ArrayBuffer>((resolve, reject) => {
       this.commands.push({ op: 'read', buffer, offset, size, pending: { resolve, reject } });
     });
+    // a failed submit rejects every read; a caller that awaited submit() first and so never
+    // awaits this one must not turn that into an unhandled rejection (submit() reports it)
+    bytes.catch(() => {});
+    return bytes;
   }
 
   /**

@@ -10,7 +10,8 @@ import { createAnalyzer, type Analyzer } from '../analysis';
 import { browserWasmLoader } from '../analysis/wasm-browser';
 import { browserProvider } from '../gpu/provider';
 import { GpuRuntime } from '../gpu/runtime';
-import { createBackend } from '../model/backend';
+import { createBackend, type PolicyBackend } from '../model/backend';
+import type { OptimConfig } from '../model/optim';
 import type { SandboxPool } from '../sandbox/pool';
 import { createBrowserPool, defaultPoolSize } from '../sandbox/pool.browser';
 import type { RlConfig } from './config';
@@ -83,6 +84,52 @@ async function openRuntime(): Promise<{ runtime: GpuRuntime; note: null } | { ru
   }
 }
 
+/** What a fault drill (injectFault) can reach: the run's GPU runtime and its live training backends. */
+const drill: { runtime: GpuRuntime | null; backends: Set<{ backend: PolicyBackend; optim: OptimConfig }> } = { runtime: null, backends: new Set() };
+
+export type FaultKind = 'lose-device' | 'non-finite';
+
+/**
+ * Fault drills for the run in flight in this context, so the recovery paths can be exercised
+ * for real (the e2e tests call it in the run worker through the debugger, as a user could from
+ * devtools; nothing in the app calls it):
+ * - 'lose-device': destroys the run's GPU device; WebGPU reports it lost, as after a driver reset;
+ * - 'non-finite': sets the learning rate of every live training backend to NaN, so the next
+ *   optimizer step writes NaN parameters and the numerics guard stops the run at the step after.
+ * Returns what it did.
+ */
+export function injectFault(kind: FaultKind): string {
+  if (kind === 'lose-device') {
+    if (!drill.runtime) throw new Error('injectFault: this run has no GPU device (cpu backend)');
+    drill.runtime.device.destroy();
+    return 'destroyed the run\'s GPU device';
+  }
+  if (kind === 'non-finite') {
+    if (!drill.backends.size) throw new Error('injectFault: no training backend is live right now');
+    for (const { backend, optim } of drill.backends) backend.setOptim({ ...optim, lr: Number.NaN });
+    return `set the learning rate of ${drill.backends.size} backend(s) to NaN`;
+  }
+  throw new Error(`injectFault: unknown fault ${JSON.stringify(kind)} (lose-device, non-finite)`);
+}
+
+/** createBackend, with the backend kept reachable for injectFault while it lives. */
+function drillable(kind: RunBackend, init: Parameters<typeof createBackend>[1]): PolicyBackend {
+  const backend = createBackend(kind, init);
+  const entry = { backend, optim: init.optim };
+  drill.backends.add(entry);
+  const setOptim = backend.setOptim.bind(backend);
+  const dispose = backend.dispose.bind(backend);
+  backend.setOptim = (opt) => {
+    entry.optim = opt;
+    setOptim(opt);
+  };
+  backend.dispose = () => {
+    drill.backends.delete(entry);
+    dispose();
+  };
+  return backend;
+}
+
 export async function runInBrowser(o: BrowserRunOptions): Promise<Summary> {
   const [storage, s] = await Promise.all([runStorage(), scorer()]);
   if (o.storage && storage.kind !== o.storage) {
@@ -90,6 +137,7 @@ export async function runInBrowser(o: BrowserRunOptions): Promise<Summary> {
   }
   const { runtime, note } = o.backend === 'webgpu' ? await openRuntime() : { runtime: null, note: null };
   const backend: RunBackend = runtime ? 'webgpu' : 'cpu';
+  drill.runtime = runtime;
   o.onBackend?.(backend, note);
   try {
     return await runPipeline({
@@ -98,7 +146,7 @@ export async function runInBrowser(o: BrowserRunOptions): Promise<Summary> {
       backend,
       store: storage.open(o.run),
       scorer: s,
-      makeBackend: (config, params, optim, optimizer) => createBackend(backend, { config, params, optim, optimizer, runtime: runtime ?? undefined }),
+      makeBackend: (config, params, optim, optimizer) => drillable(backend, { config, params, optim, optimizer, runtime: runtime ?? undefined }),
       exploreFor: (tok) => exploreHook(tok, o.cfg.explore),
       onEvent: o.onEvent,
       onMetrics: o.onMetrics,
@@ -118,6 +166,8 @@ export async function runInBrowser(o: BrowserRunOptions): Promise<Summary> {
       { cause: e },
     );
   } finally {
+    drill.runtime = null;
+    drill.backends.clear();
     runtime?.dispose();
   }
 }

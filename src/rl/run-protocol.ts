@@ -27,6 +27,8 @@ export type ToRunWorker =
       storage: RunStorageKind;
       /** the text of the suite file cfg.tasks.suite names, when the page has it (a new run) */
       suiteText?: string;
+      /** a Web Lock the worker holds while it lives; the page gets it when the worker has died */
+      lifeLock?: string;
     }
   /** stop after the step in flight, saving what is finished (the run resumes from there) */
   | { type: 'stop' }

@@ -77,9 +77,35 @@ function followPageStorage(kind: RunStorageKind): void {
   }
 }
 
+/**
+ * Holds the lock the page named for as long as this worker lives: the page asks for the same lock,
+ * and gets it when the worker is gone, however it went (a crash, running out of memory, closed),
+ * which is how a worker that dies without a word is noticed.
+ */
+function holdLifeLock(name: string | undefined): Promise<void> {
+  const locks = typeof navigator !== 'undefined' ? navigator.locks : undefined;
+  if (!name || !locks) return Promise.resolve();
+  return new Promise((held) => {
+    void locks.request(name, () => {
+      held();
+      return new Promise<never>(() => {}); // released only when this worker ends
+    });
+  });
+}
+
 async function start(m: Extract<ToRunWorker, { type: 'start' }>): Promise<void> {
   followPageStorage(m.storage);
-  const { runInBrowser, StoppedError } = await import('./run-browser');
+  await holdLifeLock(m.lifeLock);
+  const { runInBrowser, StoppedError, injectFault } = await import('./run-browser');
+  // fault drills (run-browser.ts injectFault), reachable from devtools and the e2e tests; 'crash'
+  // ends this worker on the spot, as a crash would, without a last message
+  (self as unknown as { coderlFault: (kind: string) => string }).coderlFault = (kind) => {
+    if (kind === 'crash') {
+      self.close();
+      return 'closed the run worker';
+    }
+    return injectFault(kind as Parameters<typeof injectFault>[0]);
+  };
   try {
     const summary = await runInBrowser({
       cfg: m.cfg,

@@ -118,13 +118,16 @@ type ProgressMessage = Exclude<FromRunWorker, LastMessage>;
 
 /**
  * Runs `start` in a fresh run worker, handing its progress messages to `on`; resolves with its
- * last message (done, stopped or error; a worker that fails to load or crashes is an error) and
- * terminates it. A stop requested before the worker existed is passed on at once.
+ * last message (done, stopped or error; a worker that fails to load, throws, or dies without a
+ * word, noticed through its life lock, is an error) and terminates it. A stop requested before
+ * the worker existed is passed on at once.
  */
 function runInWorker(start: StartMessage, on: (m: ProgressMessage) => void): Promise<LastMessage> {
   return new Promise((resolve) => {
     const w = new Worker(new URL('../rl/run-worker.ts', import.meta.url), { type: 'module', name: `coderl run ${start.run}` });
+    const lifeLock = typeof navigator !== 'undefined' && navigator.locks ? `coderl-run-worker-${crypto.randomUUID()}` : undefined;
     let over = false;
+    let watching = false;
     const end = (m: LastMessage): void => {
       if (over) return;
       over = true;
@@ -132,9 +135,21 @@ function runInWorker(start: StartMessage, on: (m: ProgressMessage) => void): Pro
       if (worker === w) worker = null;
       resolve(m);
     };
+    /** Once the worker holds its life lock (it has spoken), getting the lock means it is gone. */
+    const watch = (): void => {
+      if (watching || !lifeLock) return;
+      watching = true;
+      void navigator.locks.request(lifeLock, () => {
+        end({
+          type: 'error',
+          message: 'the run worker stopped without a word (it crashed, or the browser ended it, e.g. out of memory). What finished is saved; Resume continues from the last checkpoint.',
+        });
+      });
+    };
     w.addEventListener('message', (e: MessageEvent<FromRunWorker>) => {
       const m = e.data;
       if (over) return;
+      watch();
       if (m.type === 'done' || m.type === 'stopped' || m.type === 'error') end(m);
       else on(m);
     });
@@ -144,7 +159,7 @@ function runInWorker(start: StartMessage, on: (m: ProgressMessage) => void): Pro
     });
     w.addEventListener('messageerror', () => end({ type: 'error', message: 'a message from the run worker could not be read' }));
     worker = w;
-    w.postMessage(start satisfies ToRunWorker);
+    w.postMessage({ ...start, lifeLock } satisfies ToRunWorker);
     if (stopRequested) w.postMessage({ type: 'stop' } satisfies ToRunWorker);
   });
 }
