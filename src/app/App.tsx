@@ -3,6 +3,7 @@ import { useLab } from '../store';
 import { BenchPanel } from './panels/BenchPanel';
 import { CheckpointPanel } from './panels/CheckpointPanel';
 import { CodePanel } from './panels/CodePanel';
+import { EvalPanel } from './panels/EvalPanel';
 import { TrainingCurves } from './panels/TrainingCurves';
 import { ExperimentPanel } from './panels/ExperimentPanel';
 import { GpuPanel, GpuStatusBadge } from './panels/GpuPanel';
@@ -40,6 +41,9 @@ export function App() {
           </Panel>
           <Panel id="checkpoints" title="Checkpoints">
             <CheckpointPanel />
+          </Panel>
+          <Panel id="eval" title="Evaluate">
+            <EvalPanel />
           </Panel>
           <Panel id="bench" title="Benchmarks">
             <BenchPanel />

@@ -1,13 +1,14 @@
 /** The lab's one store, built from slices; components read it through narrow selectors. */
 import { create } from 'zustand';
 import { createCheckpointSlice, type CheckpointSlice } from './checkpointSlice';
+import { createEvalSlice, type EvalSlice } from './evalSlice';
 import { createGpuSlice, type GpuSlice } from './gpuSlice';
 import { createRolloutSlice, type RolloutSlice } from './rolloutSlice';
 import { createRunSlice, type RunSlice } from './runSlice';
 import { createScorerSlice, type ScorerSlice } from './scorerSlice';
 import { createUiSlice, type UiSlice } from './uiSlice';
 
-export type LabState = GpuSlice & UiSlice & CheckpointSlice & ScorerSlice & RunSlice & RolloutSlice;
+export type LabState = GpuSlice & UiSlice & CheckpointSlice & ScorerSlice & RunSlice & RolloutSlice & EvalSlice;
 
 export const useLab = create<LabState>()((...a) => ({
   ...createGpuSlice(...a),
@@ -16,4 +17,5 @@ export const useLab = create<LabState>()((...a) => ({
   ...createScorerSlice(...a),
   ...createRunSlice(...a),
   ...createRolloutSlice(...a),
+  ...createEvalSlice(...a),
 }));

@@ -6,8 +6,7 @@ import { GpuRuntime } from '../../gpu/runtime';
 import { createBackend } from '../../model/backend';
 import { loadModel } from '../../model/checkpoint';
 import { DEFAULT_OPTIM } from '../../model/optim';
-import { DEFAULT_REWARD } from '../../reward/reward';
-import { evaluate } from '../../rl/evaluate';
+import { EVAL_DEFAULTS, evalSuite, planEval, unfitMessage } from '../../rl/eval-suite';
 import { createNodePool, defaultPoolSize } from '../../sandbox/pool.node';
 import { loadSuite } from '../../tasks/suite';
 import { formatIssue } from '../../tasks/types';
@@ -51,7 +50,7 @@ export const evalCommand: Command = {
     const temperature = options.temperature === undefined ? 1 : Number(options.temperature);
     if (!(temperature >= 0 && temperature <= 10)) throw new UsageError(`coderl eval: --temperature must be a number in [0, 10], got '${String(options.temperature)}'`);
     if (temperature === 0 && samples > 1) throw new UsageError('coderl eval: --temperature 0 (greedy) gives the same sample every time; use --samples 1');
-    const seed = intOption('eval', options, 'seed', 0) ?? 1;
+    const seed = intOption('eval', options, 'seed', 0) ?? EVAL_DEFAULTS.seed;
     const backend = backendOption('eval', options.backend);
     const workers = intOption('eval', options, 'workers', 1) ?? defaultPoolSize();
 
@@ -62,11 +61,10 @@ export const evalCommand: Command = {
     const suite = await loadSuite(await readInput('eval', suitePath), suitePath);
     for (const i of suite.issues) io.err(`coderl eval: ${formatIssue(i)}`);
     if (!suite.items.length) throw new UsageError(`coderl eval: ${suitePath} holds no valid task`);
-    const maxNew = intOption('eval', options, 'max-new-tokens', 1) ?? 48;
-    const longest = Math.max(...suite.items.map((t) => tok.encode(t.prompt).length));
-    const room = snap.config.contextLength - longest;
-    if (room < 1) throw new UsageError(`coderl eval: the longest prompt has ${longest} tokens, the model's context is ${snap.config.contextLength}`);
-    const maxNewTokens = Math.min(maxNew, room);
+    const maxNew = intOption('eval', options, 'max-new-tokens', 1) ?? EVAL_DEFAULTS.maxNewTokens;
+    const plan = planEval(tok, snap.config.contextLength, suite.items, maxNew);
+    for (const u of plan.unfit) io.err(`coderl eval: task ${u.task.task_id}: ${unfitMessage(u, snap.config.contextLength)}; it is left out of pass@k`);
+    if (!plan.fit.length) throw new UsageError(`coderl eval: no prompt of ${suitePath} fits the model's context of ${snap.config.contextLength} tokens`);
 
     let rt: GpuRuntime | null = null;
     if (backend === 'webgpu') rt = await GpuRuntime.create(await nodeProvider());
@@ -74,7 +72,7 @@ export const evalCommand: Command = {
     const policy = createBackend(backend, { config: snap.config, params: snap.params, optim: DEFAULT_OPTIM, runtime: rt ?? undefined });
     try {
       const t0 = performance.now();
-      const r = await evaluate(policy, tok, suite.items, { samples, temperature, k: ks, maxNewTokens }, { pool, analyzer }, DEFAULT_REWARD, seed);
+      const r = await evalSuite(policy, tok, suite.items, { samples, k: ks, temperature, maxNewTokens: maxNew, seed }, { pool, analyzer });
       if (typeof options.out === 'string') {
         // records and rollouts are in the same order: each record gets the completion it scored
         const lines = r.records.map((x, i) => JSON.stringify({ ...x, completion: r.rollouts[i]!.completion, finish: r.rollouts[i]!.finish }));

@@ -1,0 +1,53 @@
+/**
+ * The messages between the page's eval slice (store/evalSlice.ts) and the eval worker
+ * (rl/eval-worker.ts), which runs `coderl eval`'s core (eval-suite.ts) off the page's main
+ * thread. Types only: the slice imports this without loading the model.
+ *
+ * One evaluation per worker: the page posts `start` once and terminates the worker after `done`
+ * or `error`, the worker's last message. Stop is the page terminating the worker (an evaluation
+ * saves nothing, so there is nothing to finish first).
+ */
+import type { Task } from '../tasks/types';
+import type { EvalProgress, EvalSettings, TaskRow } from './eval-suite';
+import type { RunBackend } from './run-protocol';
+
+/** page -> worker */
+export type ToEvalWorker = {
+  type: 'start';
+  /** the checkpoint file's bytes (a policy with its tokenizer) */
+  checkpoint: Uint8Array;
+  /** the suite, as loadSuite parsed it on the page */
+  tasks: Task[];
+  settings: EvalSettings;
+  /** what the page asks for; the worker falls back to cpu when it has no usable WebGPU */
+  backend: RunBackend;
+};
+
+/** What the page shows of a finished evaluation (the samples themselves stay in the worker). */
+export interface EvalReport {
+  /** `pass@k` -> unbiased estimate, averaged over the tasks that fit */
+  passAtK: Record<string, number>;
+  /** pass@1 per task family, when tasks carry one */
+  byFamily: Record<string, number>;
+  /** tasks sampled (their prompts fit the context) */
+  tasks: number;
+  /** samples scored */
+  samples: number;
+  /** the completion length used (the asked one capped by the context) */
+  maxNewTokens: number;
+  /** the model's context, in tokens */
+  contextLength: number;
+  /** one per task of the suite (after the limit), unfit ones included */
+  rows: TaskRow[];
+  backend: RunBackend;
+  seconds: number;
+}
+
+/** worker -> page */
+export type FromEvalWorker =
+  /** the backend the evaluation uses, sent once before sampling; `note` says why it differs from the one asked for */
+  | { type: 'backend'; backend: RunBackend; note: string | null }
+  | { type: 'progress'; progress: EvalProgress }
+  | { type: 'done'; report: EvalReport }
+  /** the evaluation failed, or something in the worker threw or rejected unhandled; `message` names what */
+  | { type: 'error'; message: string };

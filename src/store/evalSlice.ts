@@ -1,0 +1,334 @@
+/**
+ * One evaluation, `coderl eval` in the browser: a policy checkpoint (a stored run's `*.ckpt`, or
+ * one of the Checkpoints panel) on a suite (a stored run's split, or a JSONL file the user opens)
+ * with pass@k, in a dedicated worker (rl/eval-worker.ts runs rl/eval-suite.ts's evalSuite with a
+ * GPU runtime, sandbox pool and analyzer of its own) so the page stays responsive.
+ *
+ * The page reads the checkpoint's bytes and parses the suite (its load issues are shown before
+ * anything runs), then hands both to a fresh worker. Stop terminates the worker: an evaluation
+ * saves nothing. The live worker stays in this module, outside the store.
+ */
+import type { StateCreator } from 'zustand';
+import { summarise, type CheckpointInfo } from '../app/checkpoints';
+import { loadCheckpointBrowser } from '../checkpoint/browser';
+import type { FromEvalWorker, EvalReport, ToEvalWorker } from '../rl/eval-protocol';
+import { settingsProblems, type EvalProgress, type EvalSettings } from '../rl/eval-suite';
+import type { RunBackend } from '../rl/run-protocol';
+import { runStorage } from '../rl/store-browser';
+import type { LoadIssue, Task } from '../tasks/types';
+import { currentRuntime } from './gpuSlice';
+import type { LabState } from './index';
+
+export type EvalStatus = 'idle' | 'running' | 'done' | 'stopped' | 'error';
+
+/** The built-in splits a run directory holds, as tasks/<split>.jsonl. */
+export const SPLITS = ['heldout', 'rl', 'train', 'val'] as const;
+export type Split = (typeof SPLITS)[number];
+
+/** A checkpoint to evaluate: a file of a stored run, or one stored in the Checkpoints panel. */
+export type CheckpointRef = { kind: 'run'; run: string; file: string } | { kind: 'stored'; name: string };
+/** A suite: a split of a stored run, or the file the user opened. */
+export type SuiteRef = { kind: 'run'; run: string; split: Split } | { kind: 'file'; name: string };
+
+export const checkpointKey = (r: CheckpointRef): string => (r.kind === 'run' ? `run:${r.run}/${r.file}` : `stored:${r.name}`);
+export const suiteKey = (r: SuiteRef): string => (r.kind === 'run' ? `run:${r.run}/${r.split}` : `file:${r.name}`);
+
+/** A `*.ckpt` of a stored run, as its header describes it. */
+export interface RunCheckpoint {
+  file: string;
+  info: CheckpointInfo | null;
+  /** why it cannot be read (info is null then) */
+  problem: string | null;
+}
+
+export interface StoredRunSources {
+  run: string;
+  /** the run's policy checkpoints (reward models are left out), sorted by name */
+  checkpoints: RunCheckpoint[];
+  /** reward-model checkpoints left out, for the hint */
+  rewardModels: string[];
+  splits: Split[];
+}
+
+export interface LoadedSuite {
+  ref: SuiteRef;
+  /** what the UI calls it, e.g. "e2e-run: held-out split" or the file's name */
+  label: string;
+  tasks: Task[];
+  issues: LoadIssue[];
+}
+
+export interface EvalSlice {
+  evaluation: {
+    /** what the stored runs hold, as last scanned */
+    runs: StoredRunSources[];
+    scanning: boolean;
+    /** why the last scan failed */
+    scanError: string | null;
+    suite: LoadedSuite | null;
+    /** the file the user opened last, kept while a run's split is chosen */
+    fileSuite: LoadedSuite | null;
+    /** why the last suite could not be read */
+    suiteError: string | null;
+    status: EvalStatus;
+    backend: RunBackend | null;
+    /** e.g. why the evaluation is on the cpu backend */
+    note: string | null;
+    progress: EvalProgress | null;
+    /** what the evaluation in flight, or the last one, evaluated */
+    job: { checkpoint: string; suite: string; settings: EvalSettings } | null;
+    report: EvalReport | null;
+    error: string | null;
+  };
+  /** lists the stored runs' policy checkpoints and splits */
+  scanEvalSources(): Promise<void>;
+  /** loads a split of a stored run as the suite */
+  loadRunSuite(run: string, split: Split): Promise<void>;
+  /** loads a JSONL (or .jsonl.gz) file as the suite; its bad lines become issues */
+  openSuiteFile(file: File): Promise<void>;
+  /** chooses the file opened last as the suite again */
+  chooseFileSuite(): void;
+  /** evaluates `ref` on the loaded suite; refused while one runs or the settings are invalid */
+  startEval(ref: CheckpointRef, settings: EvalSettings, backend: 'auto' | 'cpu'): Promise<void>;
+  stopEval(): void;
+}
+
+/** The form's fields, as typed. */
+export interface EvalForm {
+  samples: string;
+  k: string;
+  temperature: string;
+  maxNewTokens: string;
+  seed: string;
+  /** blank: every task */
+  limit: string;
+}
+
+export const DEFAULT_EVAL_FORM: EvalForm = { samples: '10', k: '1,5,10', temperature: '1', maxNewTokens: '48', seed: '1', limit: '' };
+
+/** The settings a form gives, or why not, field by field (parse errors first, then settingsProblems). */
+export function parseEvalForm(f: EvalForm): { settings: EvalSettings | null; problems: Partial<Record<keyof EvalForm, string>> } {
+  const problems: Partial<Record<keyof EvalForm, string>> = {};
+  const num = (field: keyof EvalForm, what: string): number => {
+    const t = f[field].trim();
+    const v = t === '' ? NaN : Number(t);
+    if (!Number.isFinite(v)) problems[field] = `${what} must be a number, got '${f[field]}'`;
+    return v;
+  };
+  const samples = num('samples', 'samples per task');
+  const parts = f.k.split(',').map((x) => x.trim());
+  const k = parts.map(Number);
+  if (parts.some((p) => p === '' || !Number.isFinite(Number(p)))) problems.k = `k must be comma-separated integers, e.g. 1,5,10; got '${f.k}'`;
+  const temperature = num('temperature', 'temperature');
+  const maxNewTokens = num('maxNewTokens', 'max new tokens');
+  const seed = num('seed', 'seed');
+  const limit = f.limit.trim() === '' ? null : num('limit', 'the task limit');
+  const settings: EvalSettings = { samples, k, temperature, maxNewTokens, seed, limit };
+  for (const [field, p] of Object.entries(settingsProblems(settings))) problems[field as keyof EvalForm] ??= p;
+  return { settings: Object.keys(problems).length ? null : settings, problems };
+}
+
+/** A checkpoint that can be sampled as a policy: a valid config, a tokenizer, and not a reward model. */
+export function policyProblem(info: CheckpointInfo | null): string | null {
+  if (!info) return 'unreadable';
+  if (!info.config) return 'no valid model config';
+  if (!info.tokenizer) return 'no tokenizer';
+  if (info.meta.stage === 'rm') return 'a reward model, not a policy';
+  return null;
+}
+
+const SPLIT_TEXT: Record<Split, string> = { heldout: 'held-out split', rl: 'RL split', train: 'train split', val: 'validation split' };
+export const splitLabel = (s: Split): string => SPLIT_TEXT[s];
+
+const message = (e: unknown): string => (e instanceof Error ? e.message : String(e)) || 'unknown error';
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** the evaluation in flight's worker, and how to end its wait; null when none runs */
+let live: { worker: Worker; end(m: LastMessage): void } | null = null;
+let scanSeq = 0;
+/** bumped by every start and stop: an evaluation whose number is no longer current has been stopped */
+let evalSeq = 0;
+let suiteSeq = 0;
+
+type LastMessage = Extract<FromEvalWorker, { type: 'done' | 'error' }> | { type: 'stopped' };
+type ProgressMessage = Exclude<FromEvalWorker, { type: 'done' | 'error' }>;
+
+/** Runs `start` in a fresh eval worker, handing its progress to `on`; resolves with its last message and terminates it. */
+function evalInWorker(start: ToEvalWorker, on: (m: ProgressMessage) => void): Promise<LastMessage> {
+  return new Promise((resolve) => {
+    const w = new Worker(new URL('../rl/eval-worker.ts', import.meta.url), { type: 'module', name: 'coderl eval' });
+    let over = false;
+    const end = (m: LastMessage): void => {
+      if (over) return;
+      over = true;
+      w.terminate();
+      if (live?.worker === w) live = null;
+      resolve(m);
+    };
+    w.addEventListener('message', (e: MessageEvent<FromEvalWorker>) => {
+      const m = e.data;
+      if (over) return;
+      if (m.type === 'done' || m.type === 'error') end(m);
+      else on(m);
+    });
+    w.addEventListener('error', (e: ErrorEvent) => {
+      e.preventDefault();
+      end({ type: 'error', message: `the eval worker failed: ${e.message || 'its script could not be loaded'}` });
+    });
+    w.addEventListener('messageerror', () => end({ type: 'error', message: 'a message from the eval worker could not be read' }));
+    live = { worker: w, end };
+    w.postMessage(start satisfies ToEvalWorker, [start.checkpoint.buffer as ArrayBuffer]); // the bytes move: they were read for this worker
+  });
+}
+
+/** Waits for the GPU slice to settle (the app starts it on load); gives up after `ms`. */
+async function settledGpu(get: () => LabState, ms = 60_000): Promise<void> {
+  for (const t0 = performance.now(); performance.now() - t0 < ms; await sleep(100)) {
+    if (!['idle', 'starting', 'checking'].includes(get().gpu.status)) return;
+  }
+}
+
+/** What one stored run offers: its readable policy checkpoints and its splits. */
+async function scanRun(run: string): Promise<StoredRunSources> {
+  const store = (await runStorage()).open(run);
+  const files = await store.files();
+  const checkpoints: RunCheckpoint[] = [];
+  const rewardModels: string[] = [];
+  for (const file of files.filter((f) => !f.includes('/') && f.endsWith('.ckpt'))) {
+    let c: RunCheckpoint;
+    try {
+      const bytes = await store.read(file);
+      c = { file, info: bytes ? summarise(bytes) : null, problem: bytes ? null : 'it is no longer stored' };
+    } catch (e) {
+      c = { file, info: null, problem: message(e) };
+    }
+    if (c.info?.meta.stage === 'rm') rewardModels.push(file);
+    else checkpoints.push(c);
+  }
+  return { run, checkpoints, rewardModels, splits: SPLITS.filter((s) => files.includes(`tasks/${s}.jsonl`)) };
+}
+
+async function readCheckpoint(ref: CheckpointRef): Promise<Uint8Array> {
+  if (ref.kind === 'stored') {
+    return loadCheckpointBrowser(ref.name);
+  }
+  const bytes = await (await runStorage()).open(ref.run).read(ref.file);
+  if (!bytes) throw new Error(`${ref.run}/${ref.file} is no longer stored`);
+  return bytes;
+}
+
+export const createEvalSlice: StateCreator<LabState, [], [], EvalSlice> = (set, get) => {
+  const patch = (p: Partial<EvalSlice['evaluation']>): void => set((s) => ({ evaluation: { ...s.evaluation, ...p } }));
+
+  /** Parses `bytes` as the suite `ref` (unless a later load has started since). */
+  async function loadSuiteBytes(seq: number, ref: SuiteRef, label: string, read: () => Promise<Uint8Array>): Promise<void> {
+    try {
+      const { loadSuite } = await import('../tasks/suite');
+      const file = ref.kind === 'file' ? ref.name : `tasks/${ref.split}.jsonl`;
+      const { items, issues } = await loadSuite(await read(), file);
+      if (seq !== suiteSeq) return;
+      const suite: LoadedSuite = { ref, label, tasks: items, issues };
+      patch(ref.kind === 'file' ? { suite, fileSuite: suite, suiteError: null } : { suite, suiteError: null });
+    } catch (e) {
+      if (seq === suiteSeq) patch({ suite: null, suiteError: `Could not read ${label}: ${message(e)}` });
+    }
+  }
+
+  return {
+    evaluation: {
+      runs: [],
+      scanning: false,
+      scanError: null,
+      suite: null,
+      fileSuite: null,
+      suiteError: null,
+      status: 'idle',
+      backend: null,
+      note: null,
+      progress: null,
+      job: null,
+      report: null,
+      error: null,
+    },
+
+    async scanEvalSources() {
+      const seq = ++scanSeq;
+      patch({ scanning: true });
+      try {
+        const names = await (await runStorage()).runs();
+        const runs: StoredRunSources[] = [];
+        for (const run of names) runs.push(await scanRun(run));
+        if (seq === scanSeq) patch({ runs, scanError: null });
+      } catch (e) {
+        if (seq === scanSeq) patch({ scanError: `Could not read the stored runs: ${message(e)}` });
+      } finally {
+        if (seq === scanSeq) patch({ scanning: false });
+      }
+    },
+
+    async loadRunSuite(run, split) {
+      const seq = ++suiteSeq;
+      const ref: SuiteRef = { kind: 'run', run, split };
+      await loadSuiteBytes(seq, ref, `${run}: ${splitLabel(split)}`, async () => {
+        const bytes = await (await runStorage()).open(run).read(`tasks/${split}.jsonl`);
+        if (!bytes) throw new Error(`tasks/${split}.jsonl is no longer stored`);
+        return bytes;
+      });
+    },
+
+    async openSuiteFile(file) {
+      const seq = ++suiteSeq;
+      await loadSuiteBytes(seq, { kind: 'file', name: file.name }, `"${file.name}"`, async () => new Uint8Array(await file.arrayBuffer()));
+    },
+
+    chooseFileSuite() {
+      const fileSuite = get().evaluation.fileSuite;
+      if (fileSuite) {
+        suiteSeq++; // a split still loading does not replace it
+        patch({ suite: fileSuite, suiteError: null });
+      }
+    },
+
+    async startEval(ref, settings, backendChoice) {
+      if (get().evaluation.status === 'running') return;
+      const suite = get().evaluation.suite;
+      const problems = Object.values(settingsProblems(settings));
+      const job = { checkpoint: checkpointKey(ref), suite: suite ? suiteKey(suite.ref) : '', settings };
+      if (!suite || !suite.tasks.length || problems.length) {
+        patch({ status: 'error', job, error: problems[0] ?? 'choose a suite with at least one valid task first' });
+        return;
+      }
+      const my = ++evalSeq;
+      patch({ status: 'running', job, backend: null, note: null, progress: null, report: null, error: null });
+      try {
+        const checkpoint = await readCheckpoint(ref);
+        let backend: RunBackend = 'cpu';
+        let note: string | null = null;
+        if (backendChoice === 'auto') {
+          await settledGpu(get);
+          const gpu = get().gpu;
+          if (currentRuntime() && gpu.status === 'ready') backend = 'webgpu';
+          else note = `WebGPU is not usable here: ${gpu.problem ?? `the GPU status is "${gpu.status}".`} The evaluation uses the cpu backend (the float64 reference model) instead.`;
+        }
+        if (my !== evalSeq) return; // stopped while the checkpoint was read or the GPU settled
+        patch({ backend, note });
+        const last = await evalInWorker({ type: 'start', checkpoint, tasks: suite.tasks, settings, backend }, (m) => {
+          if (m.type === 'progress') patch({ progress: m.progress });
+          else patch({ backend: m.backend, note: m.note ?? get().evaluation.note });
+        });
+        if (my !== evalSeq) return;
+        if (last.type === 'done') patch({ status: 'done', report: last.report });
+        else if (last.type === 'error') patch({ status: 'error', error: last.message });
+      } catch (e) {
+        if (my === evalSeq) patch({ status: 'error', error: message(e) });
+      }
+    },
+
+    stopEval() {
+      if (get().evaluation.status !== 'running') return;
+      evalSeq++;
+      patch({ status: 'stopped' });
+      live?.end({ type: 'stopped' });
+    },
+  };
+};
