@@ -50,7 +50,7 @@ test('bench engine rejects bad sizes as a usage error', async () => {
   expect(p.err.join('')).toMatch(/--preset must be one of tiny, small, medium, got 'huge'/);
   const r = capture();
   expect(await main(['bench', 'runtime', '--preset', 'small'], r.io)).toBe(2);
-  expect(r.err.join('')).toMatch(/--preset applies to the engine suite only/);
+  expect(r.err.join('')).toMatch(/--preset applies to the engine and onnx suites only/);
 });
 
 test('bench engine --preset small: the training-step figure is the small model, its first loss checked against the float64 reference', async () => {

@@ -13,8 +13,8 @@ export type OrtTensor = OrtModule.Tensor;
 export interface OrtSettings {
   /** wasm threads (1: no worker threads; the reliable choice in Node and in tests) */
   numThreads?: number;
-  /** browser: where the .wasm / .mjs files of onnxruntime-web are served */
-  wasmPaths?: string;
+  /** browser: where the .wasm / .mjs files of onnxruntime-web are served (a prefix, or the files' URLs) */
+  wasmPaths?: OrtModule.Env.WasmPrefixOrFilePaths;
   /** execution providers, in order of preference (default ['wasm']) */
   executionProviders?: string[];
 }
@@ -29,6 +29,21 @@ export function configureOrt(ort: Ort, s: OrtSettings = {}): Ort {
   return ort;
 }
 
+/**
+ * The same module with other execution providers: a distinct handle (sharing `ort.env`, the
+ * classes and the loaded wasm), so one page can hold a webgpu and a wasm session side by side.
+ */
+export function withProviders(ort: Ort, executionProviders: string[]): Ort {
+  const view = Object.create(ort) as Ort;
+  providers.set(view, executionProviders);
+  return view;
+}
+
+/** The execution providers createSession uses for this handle. */
+export function providersOf(ort: Ort): string[] {
+  return providers.get(ort) ?? ['wasm'];
+}
+
 /** The model could not be loaded or run by onnxruntime; the message names the file and ORT's reason. */
 export class OrtError extends Error {
   override readonly name = 'OrtError';
@@ -37,7 +52,8 @@ export class OrtError extends Error {
 /** A session on the model bytes; ORT's load errors (unsupported op, bad graph) become OrtError naming `what`. */
 export async function createSession(ort: Ort, bytes: Uint8Array, what: string): Promise<OrtSession> {
   try {
-    return await ort.InferenceSession.create(bytes, { executionProviders: providers.get(ort) ?? ['wasm'], graphOptimizationLevel: 'all' });
+    // logSeverityLevel 3: errors only (ORT's warnings go to console.error in a browser; its errors still throw)
+    return await ort.InferenceSession.create(bytes, { executionProviders: providers.get(ort) ?? ['wasm'], graphOptimizationLevel: 'all', logSeverityLevel: 3 });
   } catch (e) {
     throw new OrtError(`${what}: onnxruntime cannot load the model: ${oneLine(e)}`);
   }

@@ -70,6 +70,12 @@ export interface PipelineOptions {
    * saved in the run directory (tasks/suite.jsonl), which is read on every later start.
    */
   suiteText?: string;
+  /**
+   * The frozen reference of the KL penalty, instead of the SFT policy (e.g. an imported ONNX
+   * model): given the run's tokenizer and model config, it must check its tokenizer is the same
+   * (the KL compares log-probs of the same ids). The pipeline disposes of it.
+   */
+  reference?: (tok: Tokenizer, model: ModelConfig) => Promise<PolicyBackend>;
 }
 
 export interface StageEval {
@@ -307,7 +313,13 @@ export async function runPipeline(o: PipelineOptions): Promise<Summary> {
     ppoState = { iteration: 0, klCoef: cfg.rl.kl.coef, history: [] };
     policy = o.makeBackend(model, sftParams, rlOptim);
   }
-  const ref = o.makeBackend(model, sftParams, DEFAULT_OPTIM);
+  let ref: PolicyBackend;
+  try {
+    ref = o.reference ? await referenceBackend(o.reference, tok, model) : o.makeBackend(model, sftParams, DEFAULT_OPTIM);
+  } catch (e) {
+    policy.dispose();
+    throw e;
+  }
   const rmBackend = rmParams ? o.makeBackend(model, rmParams, DEFAULT_OPTIM) : null;
   let finalEval: StageEval;
   try {
@@ -359,6 +371,17 @@ export async function runPipeline(o: PipelineOptions): Promise<Summary> {
   await saveState();
   emit('done', 1, `held-out pass@1: SFT ${summary.sft.heldout_pass1.toFixed(3)} -> RL ${summary.rl.heldout_pass1.toFixed(3)}`);
   return summary;
+}
+
+/** The caller's KL reference, checked to score this run's sequences: same vocabulary, context long enough. */
+async function referenceBackend(make: NonNullable<PipelineOptions['reference']>, tok: Tokenizer, model: ModelConfig): Promise<PolicyBackend> {
+  const ref = await make(tok, model);
+  const c = ref.config;
+  if (c.vocabSize !== model.vocabSize || c.contextLength < model.contextLength) {
+    ref.dispose();
+    throw new Error(`the KL reference model has vocabulary ${c.vocabSize} and context ${c.contextLength}; the run needs vocabulary ${model.vocabSize} and context >= ${model.contextLength}`);
+  }
+  return ref;
 }
 
 /** The run stopped on request; its directory resumes it. */

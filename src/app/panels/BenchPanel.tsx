@@ -7,6 +7,7 @@ import { useRef, useState } from 'react';
 import type { EngineBenchResult } from '../../../bench/engine';
 import { useLab } from '../../store';
 import { currentRuntime } from '../../store/gpuSlice';
+import { OnnxRace } from '../onnx/OnnxRace';
 
 type BenchState =
   | { phase: 'idle' }
@@ -61,6 +62,7 @@ export function BenchPanel() {
         </div>
       )}
       {state.phase === 'done' && <BenchResults result={state.result} seconds={state.seconds} />}
+      <OnnxRace />
     </div>
   );
 }

@@ -7,6 +7,8 @@ import { useLab } from '../../store';
 import type { CheckpointSummary } from '../../store/checkpointSlice';
 import { CHECKPOINT_EXT, configSummary, formatBytes, metaEntries, PRESET_NAMES, type PresetName } from '../checkpoints';
 import { MODEL_PRESETS } from '../../model/config';
+import { OnnxCheckpointActions } from '../onnx/OnnxCheckpointActions';
+import { OnnxImport } from '../onnx/OnnxImport';
 
 const STORE_TEXT = {
   opfs: 'the Origin Private File System (OPFS)',
@@ -30,6 +32,7 @@ export function CheckpointPanel() {
       <ImportField />
       <Messages />
       <CheckpointList />
+      <OnnxImport />
     </div>
   );
 }
@@ -224,6 +227,7 @@ function CheckpointItem({ item, confirming, onConfirm }: { item: CheckpointSumma
           </button>
         </div>
       )}
+      {info?.config && <OnnxCheckpointActions name={item.name} disabled={busy} />}
     </li>
   );
 }

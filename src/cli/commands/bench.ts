@@ -1,6 +1,8 @@
 import { benchEngine, ENGINE_BENCH_DEFAULTS, ENGINE_BENCH_QUICK, formatEngineBench, type EngineBenchOptions } from '../../../bench/engine';
 import { benchRuntime } from '../../../bench/runtime';
+import { benchOnnxRace, formatOnnxRace, ONNX_RACE_DEFAULTS, ONNX_RACE_QUICK, type OnnxRaceOptions, type RacePreset } from '../../../bench/onnx';
 import { benchScore, formatScoreBench } from '../../../bench/score';
+import { loadNodeOrt } from '../../onnx/node';
 import { loadTfjs } from '../../../bench/tfjs';
 import { installTfjsNodeResolver, providerGpu } from '../../../bench/tfjs-node';
 import { nodeProvider } from '../../gpu/node';
@@ -9,11 +11,11 @@ import { GpuRuntime } from '../../gpu/runtime';
 import { MODEL_PRESETS } from '../../model/config';
 import { UsageError, type Command, type Io, type Options } from '../command';
 
-const SUITES = ['runtime', 'engine', 'score'] as const;
+const SUITES = ['runtime', 'engine', 'score', 'onnx'] as const;
 
 export const benchCommand: Command = {
   name: 'bench',
-  summary: 'run a benchmark and print its figures (runtime, engine, score)',
+  summary: 'run a benchmark and print its figures (runtime, engine, score, onnx)',
   usage: 'coderl bench <suite> [--json] [--quick] [--sizes N,N] [--reps N] [--steps N] [--preset P] [--swiftshader]',
   description: [
     'Suites:',
@@ -28,6 +30,13 @@ export const benchCommand: Command = {
     '            on SwiftShader). Progress goes to stderr; --json prints one JSON object.',
     '  score     sandbox programs/s with 1 worker, cores - 1 and cores (HumanEval-X JS, HumanEval Python),',
     '            validated against the known canonical results; static analysis + reward, cold and cached.',
+    '  onnx      the ONNX race: a fresh model of --preset exported to ONNX, a forward pass (B, T) and',
+    '            greedy generation tokens/s in our WGSL engine and in onnxruntime-web on the same inputs',
+    '            (warm-up excluded, medians), with ours/theirs ratios (goal 1.5x). In Node ORT runs on',
+    '            its wasm backend only (its webgpu provider needs a browser): ours (WebGPU) vs ORT wasm.',
+    '            --browser races in the app instead (Benchmarks panel, "ONNX race": ours, ORT webgpu and',
+    '            ORT wasm in one page): it serves dist/ (npm run build first) and drives Debian\'s',
+    '            Chromium headless with WebGPU (playwright-core; CHROMIUM_PATH to override).',
   ].join('\n'),
   options: {
     json: { type: 'boolean', description: 'print one JSON object instead of a table' },
@@ -35,8 +44,9 @@ export const benchCommand: Command = {
     sizes: { type: 'string', value: 'N,N', description: 'engine: matmul sizes n, comma-separated (default 256,512,1024,2048)' },
     reps: { type: 'string', value: 'N', description: 'engine: timed repetitions per matmul (median reported)' },
     steps: { type: 'string', value: 'N', description: 'engine: timed training steps' },
-    preset: { type: 'string', value: 'P', description: `engine: model of the training-step figure (${Object.keys(MODEL_PRESETS).join(', ')}; default tiny)` },
+    preset: { type: 'string', value: 'P', description: `engine: model of the training-step figure; onnx: the raced model (${Object.keys(MODEL_PRESETS).join(', ')}; default tiny)` },
     swiftshader: { type: 'boolean', description: 'use SwiftShader even if a hardware adapter exists' },
+    browser: { type: 'boolean', description: 'onnx: race in headless Chromium (ORT webgpu and wasm) on the built app' },
   },
   examples: [
     'npx coderl bench runtime',
@@ -44,6 +54,8 @@ export const benchCommand: Command = {
     'npx coderl bench engine --quick',
     'npx coderl bench engine --sizes 256,512 --json',
     'npx coderl bench engine --preset small --steps 10',
+    'npx coderl bench onnx --preset small --json',
+    'npm run build && npx coderl bench onnx --browser',
   ],
   async run(options, positionals, io) {
     const suite = positionals[0];
@@ -51,9 +63,20 @@ export const benchCommand: Command = {
       throw new UsageError(`coderl bench: ${suite ? `unknown suite '${suite}'` : 'name a suite'}; suites: ${SUITES.join(', ')}`);
     }
     if (suite !== 'engine') {
-      for (const k of ['sizes', 'reps', 'steps', 'preset'] as const) {
-        if (options[k] !== undefined) throw new UsageError(`coderl bench: --${k} applies to the engine suite only`);
+      for (const k of suite === 'onnx' ? (['sizes', 'steps'] as const) : (['sizes', 'reps', 'steps', 'preset'] as const)) {
+        if (options[k] !== undefined) throw new UsageError(`coderl bench: --${k} applies to the ${k === 'sizes' || k === 'steps' ? 'engine suite' : 'engine and onnx suites'} only`);
       }
+    }
+    if (options.browser !== undefined && suite !== 'onnx') throw new UsageError('coderl bench: --browser applies to the onnx suite only');
+    if (suite === 'onnx' && options.browser === true) {
+      if (options.reps !== undefined || options.quick !== undefined || options.swiftshader !== undefined) throw new UsageError('coderl bench onnx --browser: the page runs its own settings; --preset and --json only');
+      const t0 = performance.now();
+      const say = (m: string): void => io.err(`coderl bench onnx: ${m} (${((performance.now() - t0) / 1000).toFixed(1)} s)`);
+      const preset = raceOptions(options).preset;
+      const { browserOnnxRace } = await import('../../../bench/onnx-browser');
+      const { adapter, result } = await browserOnnxRace({ preset, root: process.cwd(), say });
+      io.out(options.json ? JSON.stringify({ adapter, ...result }) : formatOnnxRace(result, adapter));
+      return 0;
     }
     if (suite === 'score') {
       const r = await benchScore({ quick: options.quick === true });
@@ -61,9 +84,11 @@ export const benchCommand: Command = {
       return 0;
     }
     const engineOpts = suite === 'engine' ? engineOptions(options) : null;
+    const raceOpts = suite === 'onnx' ? raceOptions(options) : null;
     const provider = await nodeProvider({ forceSwiftShader: options.swiftshader === true });
     const rt = await GpuRuntime.create(provider);
     try {
+      if (raceOpts) return await runRace(rt, provider, raceOpts, options.json === true, io);
       if (engineOpts) return await runEngine(rt, provider, engineOpts, options.json === true, io);
       const r = await benchRuntime(rt, options.quick ? { dispatches: 100, repeats: 1 } : {});
       if (options.json) {
@@ -97,6 +122,30 @@ async function runEngine(rt: GpuRuntime, provider: GpuProvider, opts: EngineBenc
   say('done');
   io.out(json ? JSON.stringify(r) : formatEngineBench(r));
   return 0;
+}
+
+async function runRace(rt: GpuRuntime, provider: GpuProvider, opts: OnnxRaceOptions, json: boolean, io: Io): Promise<number> {
+  const t0 = performance.now();
+  const say = (m: string): void => io.err(`coderl bench onnx: ${m} (${((performance.now() - t0) / 1000).toFixed(1)} s)`);
+  for (const note of provider.notes) io.err(`coderl bench onnx: note: ${note}`);
+  say('ORT webgpu runs in a browser only: this is ours (WebGPU) vs ORT wasm; the app\'s Benchmarks panel races ORT webgpu too');
+  const r = await benchOnnxRace(rt, [{ name: 'ORT wasm', ort: await loadNodeOrt() }], opts, say);
+  say('done');
+  const a = rt.adapterSummary;
+  const adapter = `${a.vendor} ${a.architecture} ${a.description}`.trim();
+  io.out(json ? JSON.stringify({ adapter, ...r }) : formatOnnxRace(r, adapter));
+  return 0;
+}
+
+/** --quick: small shapes and 3 reps; --preset and --reps override. */
+function raceOptions(options: Options): OnnxRaceOptions {
+  const o: OnnxRaceOptions = { ...(options.quick ? ONNX_RACE_QUICK : ONNX_RACE_DEFAULTS) };
+  if (typeof options.preset === 'string') {
+    if (!Object.hasOwn(MODEL_PRESETS, options.preset)) throw new UsageError(`coderl bench: --preset must be one of ${Object.keys(MODEL_PRESETS).join(', ')}, got '${options.preset}'`);
+    o.preset = options.preset as RacePreset;
+  }
+  if (typeof options.reps === 'string') o.reps = positiveInt(options.reps, '--reps', 1000);
+  return o;
 }
 
 /** --quick picks the small preset; --sizes, --reps and --steps override it. */

@@ -12,6 +12,38 @@ import { dirStore } from '../../rl/store-node';
 import { createNodePool, defaultPoolSize } from '../../sandbox/pool.node';
 import { intOption, readInput, UsageError, type Command } from '../command';
 import { exploreHook } from '../../rl/explore-hook';
+import type { ModelConfig } from '../../model/config';
+import type { PolicyBackend } from '../../model/backend';
+import type { Tokenizer } from '../../tokenizer';
+import { tokenizerSidecarPath } from '../../onnx/export';
+import { assertSameTokenizer, importOnnxModel, OnnxImportError } from '../../onnx/import';
+import { loadNodeOrt } from '../../onnx/node';
+
+/**
+ * --reference M.onnx: the KL penalty's frozen reference is this ONNX causal LM (run in
+ * onnxruntime-web's wasm backend) instead of the SFT policy. The files are read up front; the
+ * model is loaded when PPO starts, and must use the run's tokenizer and cover its context.
+ */
+async function referenceOption(model: string | boolean | undefined, tokenizer: string | boolean | undefined): Promise<((tok: Tokenizer, cfg: ModelConfig) => Promise<PolicyBackend>) | undefined> {
+  if (model === undefined) {
+    if (tokenizer !== undefined) throw new UsageError('coderl train: --reference-tokenizer needs --reference M.onnx');
+    return undefined;
+  }
+  if (typeof model !== 'string' || !model) throw new UsageError('coderl train: --reference takes an ONNX file');
+  const tokPath = typeof tokenizer === 'string' ? tokenizer : tokenizerSidecarPath(model);
+  const bytes = await readInput('train', model, '--reference model');
+  const tokText = new TextDecoder().decode(await readInput('train', tokPath, '--reference tokenizer'));
+  return async (tok, cfg) => {
+    const { policy, tokenizer: refTok } = await importOnnxModel(await loadNodeOrt(), bytes, tokText, { file: model, tokenizerFile: tokPath, contextLength: cfg.contextLength });
+    try {
+      assertSameTokenizer(tok, refTok, `${model} (--reference)`);
+    } catch (e) {
+      policy.dispose();
+      throw e;
+    }
+    return policy;
+  };
+}
 
 export function backendOption(cmd: string, v: string | boolean | undefined): BackendKind {
   const b = v === undefined ? 'cpu' : v;
@@ -43,7 +75,7 @@ function summaryLines(s: Summary): string[] {
 export const trainCommand: Command = {
   name: 'train',
   summary: 'run the staged pipeline (SFT, reward model, PPO/GRPO) headless',
-  usage: 'coderl train --preset P --seed S --out DIR [--backend cpu|webgpu] [--set JSON|FILE] [--suite FILE]',
+  usage: 'coderl train --preset P --seed S --out DIR [--backend cpu|webgpu] [--set JSON|FILE] [--suite FILE] [--reference M.onnx [--reference-tokenizer T]]',
   description: [
     'Builds the seeded task families (train / val / rl / heldout splits), trains a tokenizer, then runs',
     'SFT with early stopping, the reward model and PPO (or GRPO), and evaluates held-out pass@1 before',
@@ -52,6 +84,9 @@ export const trainCommand: Command = {
     'from DIR (finished stages are loaded, PPO continues after the last finished iteration).',
     `Presets: ${Object.keys(RL_PRESETS).join(', ')}. --set overrides preset fields, e.g.`,
     `'{"rl":{"algo":"grpo"},"explore":{"repair":true}}'.`,
+    '--reference M.onnx makes an ONNX causal LM (our export or any model `coderl onnx eval` takes),',
+    'run in onnxruntime-web (wasm), the frozen reference of the KL penalty instead of the SFT policy;',
+    'its tokenizer (M.tokenizer.json, or --reference-tokenizer) must be the run\'s.',
   ].join('\n'),
   options: {
     preset: { type: 'string', description: `preset (${Object.keys(RL_PRESETS).join(', ')}); default tiny`, value: 'P' },
@@ -62,12 +97,15 @@ export const trainCommand: Command = {
     suite: { type: 'string', description: 'train on the tasks of this suite file (JSONL, .gz too) instead of the built-in families', value: 'FILE' },
     workers: { type: 'string', description: `sandbox workers (default ${defaultPoolSize()})`, value: 'N' },
     quiet: { type: 'boolean', description: 'print only the summary' },
+    reference: { type: 'string', description: 'ONNX model used as the KL reference instead of the SFT policy', value: 'M.onnx' },
+    'reference-tokenizer': { type: 'string', description: 'its tokenizer JSON (default: M.tokenizer.json)', value: 'T' },
   },
   examples: [
     'npx coderl train --preset tiny --seed 1 --out runs/tiny-1',
     'npx coderl train --preset tiny --seed 1 --out runs/grpo-1 --set \'{"rl":{"algo":"grpo"}}\'',
     'npx coderl train --preset tiny --seed 1 --out runs/gpu-1 --backend webgpu',
     'npx coderl train --preset tiny --seed 1 --out runs/mine-1 --suite my-tasks.jsonl',
+    'npx coderl train --preset tiny --seed 1 --out runs/ref-1 --reference sft.onnx',
   ],
   async run(options, _positionals, io) {
     const out = options.out;
@@ -92,6 +130,7 @@ export const trainCommand: Command = {
       throw e;
     }
     const workers = intOption('train', options, 'workers', 1) ?? defaultPoolSize();
+    const reference = await referenceOption(options.reference, options['reference-tokenizer']);
     let rt: GpuRuntime | null = null;
     if (backend === 'webgpu') {
       const provider = await nodeProvider();
@@ -117,9 +156,14 @@ export const trainCommand: Command = {
         exploreFor: (tok) => exploreHook(tok, cfg.explore),
         onEvent,
         suiteText,
+        reference,
       });
       for (const l of summaryLines(summary)) io.out(l);
       return 0;
+    } catch (e) {
+      if (!(e instanceof OnnxImportError)) throw e;
+      io.err(`coderl train: ${e.message}`); // the --reference model was refused; the run resumes from DIR
+      return 1;
     } finally {
       pool.close();
       rt?.dispose();

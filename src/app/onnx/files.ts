@@ -1,0 +1,32 @@
+/** Pure helpers of the app's ONNX actions: file names, the optional context-length field, downloads. */
+import { CHECKPOINT_EXT } from '../checkpoints';
+
+/** `policy.crlckpt` -> { model: 'policy.onnx', tokenizer: 'policy.tokenizer.json' } (the CLI's sidecar naming). */
+export function onnxFileNames(checkpointName: string): { model: string; tokenizer: string } {
+  const stem = checkpointName.endsWith(CHECKPOINT_EXT) ? checkpointName.slice(0, -CHECKPOINT_EXT.length) : checkpointName;
+  const base = stem || 'model';
+  return { model: `${base}.onnx`, tokenizer: `${base}.tokenizer.json` };
+}
+
+/** The optional context-length field: '' is "from the model's metadata" (undefined); else an integer >= 2, or an error message. */
+export function parseContextLength(text: string): { value: number | undefined } | { error: string } {
+  const t = text.trim();
+  if (t === '') return { value: undefined };
+  const n = Number(t);
+  if (!/^\d+$/.test(t) || !Number.isSafeInteger(n) || n < 2) return { error: `context length must be an integer >= 2, got '${text}'` };
+  return { value: n };
+}
+
+/** Saves `bytes` as a file through an object URL (no network). */
+export function downloadBytes(name: string, bytes: Uint8Array | string, type = 'application/octet-stream'): void {
+  const url = URL.createObjectURL(new Blob([bytes as Uint8Array<ArrayBuffer>], { type }));
+  const a = document.createElement('a');
+  a.href = url;
+  a.download = name;
+  document.body.append(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 1000);
+}
+
+export const errorText = (e: unknown): string => (e instanceof Error ? e.message : String(e)) || 'unknown error';
