@@ -28,7 +28,8 @@ const args = (out: string) => ['train', '--preset', 'tiny', '--seed', '2', '--ou
 function ppoOnlyCopy(name: string): string {
   const dir = join(root, name);
   cpSync(base, dir, { recursive: true });
-  for (const f of ['ppo-state.json', 'policy.ckpt', 'summary.json', 'rollouts']) rmSync(join(dir, f), { recursive: true, force: true });
+  // config.json goes too: the rerun's config names its reference model (config.rl.reference)
+  for (const f of ['config.json', 'ppo-state.json', 'policy.ckpt', 'summary.json', 'rollouts']) rmSync(join(dir, f), { recursive: true, force: true });
   const kept = readFileSync(join(dir, 'metrics.jsonl'), 'utf8').trim().split('\n').filter((l) => !/^\{"stage":"(ppo|rl-eval)"/.test(l));
   writeFileSync(join(dir, 'metrics.jsonl'), kept.join('\n') + '\n');
   return dir;
@@ -59,6 +60,14 @@ describe('coderl train --reference', () => {
     const withRef = ppoKl(dir);
     expect(Math.abs(without)).toBeLessThan(1e-6); // policy == reference at the first iteration
     expect(Math.abs(withRef - without)).toBeLessThan(1e-3); // float32 ORT vs the float64 CPU model
+    // the config names the reference; resuming PPO without it is refused, naming the model
+    const cfg = JSON.parse(readFileSync(join(dir, 'config.json'), 'utf8')) as { cfg: { rl: { reference?: { name: string; sha256: string } } } };
+    expect(cfg.cfg.rl.reference?.name).toBe('sft.onnx');
+    expect(cfg.cfg.rl.reference?.sha256).toMatch(/^[0-9a-f]{64}$/);
+    for (const f of ['ppo-state.json', 'policy.ckpt', 'summary.json', 'rollouts']) rmSync(join(dir, f), { recursive: true, force: true });
+    const r = capture();
+    expect(await main(args(dir), r.io)).toBe(1);
+    expect(r.err.join('\n')).toMatch(/coderl train: the run directory holds a run with a different config or seed: rl\.reference \(stored \{"name":"sft\.onnx","sha256":"[0-9a-f]+/);
   }, 120_000);
 
   test('a different model with the run\'s tokenizer is the reference: the KL is large', async () => {

@@ -76,6 +76,12 @@ export interface RlAlgoConfig {
   gradClip: number;
   /** evaluate held-out pass@1 every this many iterations (and at the end) */
   evalEvery: number;
+  /**
+   * Absent: the KL penalty's frozen reference is the SFT policy. Set: it is this ONNX model
+   * (`coderl train --reference`), named by file name and SHA-256, which the run must be given again
+   * to resume.
+   */
+  reference?: { name: string; sha256: string };
 }
 
 export interface ExploreConfig {
@@ -233,6 +239,14 @@ function checkSection(obj: unknown, spec: Record<string, Spec>, where: string, e
   }
 }
 
+function checkReferenceRef(r: unknown): void {
+  const at = 'config.rl.reference';
+  if (!isObject(r)) throw new RlConfigError(`${at}: expected {name, sha256} (an ONNX model's reference), got ${JSON.stringify(r)}`);
+  for (const k of Object.keys(r)) if (!['name', 'sha256'].includes(k)) throw new RlConfigError(`${at}: unknown field "${k}" (fields: name, sha256)`);
+  if (typeof r.name !== 'string' || !r.name.trim() || r.name.length > 255) throw new RlConfigError(`${at}.name: must be the model file's name (1 to 255 characters), got ${JSON.stringify(r.name)}`);
+  if (typeof r.sha256 !== 'string' || !/^[0-9a-f]{64}$/.test(r.sha256)) throw new RlConfigError(`${at}.sha256: must be 64 lowercase hex digits, got ${JSON.stringify(r.sha256)}`);
+}
+
 function checkSuiteRef(s: unknown): void {
   const at = 'config.tasks.suite';
   if (!isObject(s)) throw new RlConfigError(`${at}: expected {name, sha256, tasks} (a suite file's reference), got ${JSON.stringify(s)}`);
@@ -279,7 +293,8 @@ export function validateRlConfig(input: unknown): RlConfig {
   }
   checkSection(c.sft, SCHEMA.sft, 'config.sft');
   checkSection(c.rm, SCHEMA.rm, 'config.rm');
-  checkSection(c.rl, SCHEMA.rl, 'config.rl', ['kl']);
+  checkSection(c.rl, SCHEMA.rl, 'config.rl', ['kl', 'reference']);
+  if (c.rl.reference !== undefined) checkReferenceRef(c.rl.reference);
   checkSection(c.rl.kl, SCHEMA.kl, 'config.rl.kl');
   checkSection(c.explore, SCHEMA.explore, 'config.explore');
   checkSection(c.eval, SCHEMA.eval, 'config.eval', ['k']);

@@ -109,7 +109,7 @@ describe('pipeline', () => {
     expect(text(store, 'metrics.jsonl')).toBe(before);
 
     // another config in the same directory is refused
-    await expect(run(miniConfig({ rl: { iterations: 3 } }), store)).rejects.toThrow(/different config or seed/);
+    await expect(run(miniConfig({ rl: { iterations: 3 } }), store)).rejects.toThrow(/different config or seed: rm\.objective \(stored "regression", given "bt"\); rl\.iterations \(stored 2, given 3\); resume it/);
   }, 300_000);
 
   test('a stopped run resumes after its last finished iteration', async () => {
@@ -152,6 +152,11 @@ describe('tasks from a suite file', () => {
     // a changed file under the same config is refused, naming it
     const other = new MemoryStore();
     await expect(run(cfg, other, undefined, fileText.replace(/\n$/, '\n\n'))).rejects.toThrow(/suite file "mine\.jsonl" is not the one the run was started with/);
+    // a config naming an ONNX KL reference that is not given is refused before anything is written
+    const none = new MemoryStore();
+    await expect(run(miniConfig({ rl: { reference: { name: 'm.onnx', sha256: 'ab'.repeat(32) } } }), none)).rejects.toThrow(/KL reference is the ONNX model "m\.onnx" \(SHA-256 abababababab…\), which was not given/);
+    expect(none.files.size).toBe(0);
+    expect(() => miniConfig({ rl: { reference: { name: 'm.onnx', sha256: 'xyz' } } })).toThrow(/config\.rl\.reference\.sha256: must be 64 lowercase hex digits/);
     // python tasks with JavaScript-only exploration are refused
     const py = fileText.replaceAll('"language":"javascript"', '"language":"python"');
     const pyRef = (await readSuiteSource(py, 'py.jsonl')).ref;

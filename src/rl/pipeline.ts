@@ -109,6 +109,23 @@ interface State {
   elapsedMs: number;
 }
 
+/** Where two configs differ, as `path (stored X, given Y)`, the first few. */
+export function configDiff(stored: unknown, given: unknown, limit = 4): string[] {
+  const out: string[] = [];
+  const show = (v: unknown) => (v === undefined ? 'none' : JSON.stringify(v).slice(0, 80));
+  const walk = (a: unknown, b: unknown, path: string): void => {
+    if (out.length > limit) return;
+    const obj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+    if (obj(a) && obj(b)) {
+      for (const k of [...new Set([...Object.keys(a), ...Object.keys(b)])]) walk(a[k], b[k], path ? `${path}.${k}` : k);
+    } else if (JSON.stringify(a) !== JSON.stringify(b)) {
+      out.push(`${path} (stored ${show(a)}, given ${show(b)})`);
+    }
+  };
+  walk(stored, given, '');
+  return out.length > limit ? [...out.slice(0, limit), '…'] : out;
+}
+
 /** The run's tasks: the built-in families, or the suite file the config names (checked against its hash). */
 async function taskSet(o: PipelineOptions): Promise<TaskSet> {
   const { cfg, seed, store } = o;
@@ -154,8 +171,12 @@ export async function runPipeline(o: PipelineOptions): Promise<Summary> {
   emit('setup', 0, 'tasks and tokenizer');
   const existing = await readJson<{ cfg: RlConfig; seed: number; backend: string }>(store, 'config.json');
   if (existing && (JSON.stringify(existing.cfg) !== JSON.stringify(cfg) || existing.seed !== seed)) {
-    throw new Error('the run directory holds a run with a different config or seed; resume it with the same preset and seed, or use a new directory');
+    const what = existing.seed !== seed ? [`seed (stored ${existing.seed}, given ${seed})`] : configDiff(existing.cfg, cfg);
+    throw new Error(`the run directory holds a run with a different config or seed: ${what.join('; ')}; resume it with the same settings, or use a new directory`);
   }
+  const named = cfg.rl.reference;
+  if (named && !o.reference) throw new Error(`the run's KL reference is the ONNX model "${named.name}" (SHA-256 ${named.sha256.slice(0, 12)}…), which was not given; pass it (coderl train --reference)`);
+  if (o.reference && !named) throw new Error('a KL reference model was given but the config does not name it (config.rl.reference), so the run directory would not say what it was trained against');
   if (!existing) await writeJson(store, 'config.json', { cfg, seed, backend: o.backend });
   const done = await readJson<Summary>(store, 'summary.json');
   if (done) {

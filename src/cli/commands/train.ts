@@ -5,7 +5,7 @@ import { GpuRuntime } from '../../gpu/runtime';
 import { createBackend, type BackendKind } from '../../model/backend';
 import { basename } from 'node:path';
 import { mergeConfig, resolveConfig, RlConfigError, RL_PRESETS } from '../../rl/config';
-import { readSuiteSource, SuiteSourceError } from '../../rl/tasks/from-suite';
+import { readSuiteSource, sha256Hex, SuiteSourceError } from '../../rl/tasks/from-suite';
 import { bytesToText } from '../../tasks/bytes';
 import { runPipeline, type PipelineEvent, type Summary } from '../../rl/pipeline';
 import { dirStore } from '../../rl/store-node';
@@ -16,7 +16,7 @@ import type { ModelConfig } from '../../model/config';
 import type { PolicyBackend } from '../../model/backend';
 import type { Tokenizer } from '../../tokenizer';
 import { tokenizerSidecarPath } from '../../onnx/export';
-import { assertSameTokenizer, importOnnxModel, OnnxImportError } from '../../onnx/import';
+import { assertSameTokenizer, importOnnxModel } from '../../onnx/import';
 import { loadNodeOrt } from '../../onnx/node';
 
 /**
@@ -24,7 +24,10 @@ import { loadNodeOrt } from '../../onnx/node';
  * onnxruntime-web's wasm backend) instead of the SFT policy. The files are read up front; the
  * model is loaded when PPO starts, and must use the run's tokenizer and cover its context.
  */
-async function referenceOption(model: string | boolean | undefined, tokenizer: string | boolean | undefined): Promise<((tok: Tokenizer, cfg: ModelConfig) => Promise<PolicyBackend>) | undefined> {
+async function referenceOption(
+  model: string | boolean | undefined,
+  tokenizer: string | boolean | undefined,
+): Promise<{ make: (tok: Tokenizer, cfg: ModelConfig) => Promise<PolicyBackend>; ref: { name: string; sha256: string } } | undefined> {
   if (model === undefined) {
     if (tokenizer !== undefined) throw new UsageError('coderl train: --reference-tokenizer needs --reference M.onnx');
     return undefined;
@@ -33,7 +36,8 @@ async function referenceOption(model: string | boolean | undefined, tokenizer: s
   const tokPath = typeof tokenizer === 'string' ? tokenizer : tokenizerSidecarPath(model);
   const bytes = await readInput('train', model, '--reference model');
   const tokText = new TextDecoder().decode(await readInput('train', tokPath, '--reference tokenizer'));
-  return async (tok, cfg) => {
+  const ref = { name: basename(model), sha256: await sha256Hex(bytes) };
+  const make = async (tok: Tokenizer, cfg: ModelConfig): Promise<PolicyBackend> => {
     const { policy, tokenizer: refTok } = await importOnnxModel(await loadNodeOrt(), bytes, tokText, { file: model, tokenizerFile: tokPath, contextLength: cfg.contextLength });
     try {
       assertSameTokenizer(tok, refTok, `${model} (--reference)`);
@@ -43,6 +47,7 @@ async function referenceOption(model: string | boolean | undefined, tokenizer: s
     }
     return policy;
   };
+  return { make, ref };
 }
 
 export function backendOption(cmd: string, v: string | boolean | undefined): BackendKind {
@@ -115,8 +120,11 @@ export const trainCommand: Command = {
     const backend = backendOption('train', options.backend);
     let suiteText: string | undefined;
     let cfg;
+    // the reference model is named in the config (file name and SHA-256), so a resumed run must be given the same one
+    const reference = await referenceOption(options.reference, options['reference-tokenizer']);
     try {
-      const over = await overridesOption(options.set);
+      let over = await overridesOption(options.set);
+      if (reference) over = mergeConfig(over, { rl: { reference: reference.ref } });
       if (typeof options.suite === 'string') {
         const name = basename(options.suite);
         suiteText = await bytesToText(await readInput('train', options.suite, '--suite file'));
@@ -130,7 +138,6 @@ export const trainCommand: Command = {
       throw e;
     }
     const workers = intOption('train', options, 'workers', 1) ?? defaultPoolSize();
-    const reference = await referenceOption(options.reference, options['reference-tokenizer']);
     let rt: GpuRuntime | null = null;
     if (backend === 'webgpu') {
       const provider = await nodeProvider();
@@ -156,13 +163,16 @@ export const trainCommand: Command = {
         exploreFor: (tok) => exploreHook(tok, cfg.explore),
         onEvent,
         suiteText,
-        reference,
+        reference: reference?.make,
       });
       for (const l of summaryLines(summary)) io.out(l);
       return 0;
     } catch (e) {
-      if (!(e instanceof OnnxImportError)) throw e;
-      io.err(`coderl train: ${e.message}`); // the --reference model was refused; the run resumes from DIR
+      // a refused --reference model, a run directory of another config, a changed suite file, a
+      // non-finite loss, ...: one line naming it (what finished is saved; the run resumes from DIR);
+      // programming errors keep their stack
+      if (!(e instanceof Error) || e instanceof TypeError || e instanceof ReferenceError || e instanceof RangeError) throw e;
+      io.err(`coderl train: ${e.message}`);
       return 1;
     } finally {
       pool.close();
