@@ -30,6 +30,20 @@ describe('the lab in Chromium with WebGPU', () => {
     await page.getByRole('button', { name: 'reduce_sum' }).click();
     await expect.poll(editorText).toContain('workgroupBarrier()');
     await screenshot('app-kernel-view');
+
+    // a panel folds from its heading, by keyboard too, stays folded across a reload, and unfolds
+    const toggle = page.getByTestId('panel-toggle-bench');
+    expect(await toggle.getAttribute('aria-expanded')).toBe('true');
+    await toggle.focus();
+    await page.keyboard.press('Enter');
+    expect(await toggle.getAttribute('aria-expanded')).toBe('false');
+    expect(await page.locator('#bench-body').isVisible()).toBe(false);
+    expect(await page.getByRole('button', { name: 'Run benchmark' }).isVisible()).toBe(false);
+    await page.reload();
+    await page.getByTestId('panel-toggle-bench').waitFor({ timeout: 30_000 });
+    expect(await page.getByTestId('panel-toggle-bench').getAttribute('aria-expanded')).toBe('false');
+    await page.getByTestId('panel-toggle-bench').click();
+    expect(await page.getByRole('button', { name: 'Run benchmark' }).isVisible()).toBe(true);
     expect(errors).toEqual([]);
   });
 

@@ -1,4 +1,4 @@
-import { useEffect, type ReactNode } from 'react';
+import { useEffect, useState, type ReactNode } from 'react';
 import { useLab } from '../store';
 import { BenchPanel } from './panels/BenchPanel';
 import { CheckpointPanel } from './panels/CheckpointPanel';
@@ -10,11 +10,45 @@ import { GpuPanel, GpuStatusBadge } from './panels/GpuPanel';
 import { RolloutBrowser } from './panels/RolloutBrowser';
 import { ScratchScorer } from './panels/ScratchScorer';
 
+const COLLAPSED_KEY = 'coderl.collapsedPanels';
+
+function readCollapsed(): Set<string> {
+  try {
+    const v: unknown = JSON.parse(localStorage.getItem(COLLAPSED_KEY) ?? '[]');
+    return new Set(Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : []);
+  } catch {
+    return new Set();
+  }
+}
+
+/**
+ * A titled panel whose heading button folds it away (kept mounted, so a run or an editor in it
+ * carries on); which panels are folded is remembered in localStorage.
+ */
 function Panel({ id, title, children, className }: { id: string; title: string; children: ReactNode; className?: string }) {
+  const [open, setOpen] = useState(() => !readCollapsed().has(id));
+  const toggle = (): void => {
+    const next = !open;
+    setOpen(next);
+    const c = readCollapsed();
+    if (next) c.delete(id);
+    else c.add(id);
+    try {
+      localStorage.setItem(COLLAPSED_KEY, JSON.stringify([...c]));
+    } catch {
+      // storage unavailable: folding still works for this page
+    }
+  };
   return (
-    <section className={`panel ${className ?? ''}`} aria-labelledby={`${id}-title`} data-testid={`panel-${id}`}>
-      <h2 id={`${id}-title`}>{title}</h2>
-      {children}
+    <section className={`panel ${className ?? ''}${open ? '' : ' folded'}`} aria-labelledby={`${id}-title`} data-testid={`panel-${id}`} data-open={open}>
+      <h2 id={`${id}-title`}>
+        <button type="button" className="panel-toggle" aria-expanded={open} aria-controls={`${id}-body`} onClick={toggle} data-testid={`panel-toggle-${id}`}>
+          <span aria-hidden className="panel-chevron">{open ? '▾' : '▸'}</span> {title}
+        </button>
+      </h2>
+      <div id={`${id}-body`} className="panel-body" hidden={!open}>
+        {children}
+      </div>
     </section>
   );
 }
