@@ -2,7 +2,8 @@
  * ONNX interop in Chromium: export a stored checkpoint from the Checkpoints panel (two downloads,
  * parsed back with src/onnx's checks), parity of onnxruntime-web (webgpu and wasm) against our
  * WebGPU engine, import of that export and of a hand-written model (a sample generated from each),
- * an inline error for a malformed file, and the Benchmarks panel's ONNX race on the tiny preset.
+ * an inline error for a malformed file, pass@1 of an imported model in the Evaluate panel, and the
+ * Benchmarks panel's ONNX race on the tiny preset.
  */
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -12,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { corpusTokenizer } from '../src/app/checkpoints';
 import { MODEL_PRESETS } from '../src/model/config';
 import { inspectOnnxModel } from '../src/onnx/import';
-import { BIGRAM_COMPLETION, bigramForSuite } from '../src/onnx/testing';
+import { BIGRAM_COMPLETION, BIGRAM_SUITE, bigramForSuite } from '../src/onnx/testing';
 import { Tokenizer } from '../src/tokenizer';
 import { chromiumSession } from './browser';
 
@@ -127,6 +128,38 @@ describe('ONNX in the app (Chromium)', () => {
     await screenshot('onnx-checkpoints');
     expect(errors).toEqual([]);
   }, 300_000);
+
+  test('an imported ONNX model is evaluated in the Evaluate panel: greedy pass@1 of the bigram model on its two-task suite', async () => {
+    const { page, errors, screenshot } = await open();
+    const t0 = Date.now();
+    const { model: bigram, tok: byteTok } = bigramForSuite();
+    await writeFile(join(dir, 'bigram.onnx'), bigram);
+    await writeFile(join(dir, 'bigram.tokenizer.json'), JSON.stringify(byteTok.toJSON()));
+    await writeFile(join(dir, 'bigram-suite.jsonl'), BIGRAM_SUITE.map((t) => JSON.stringify(t)).join('\n') + '\n');
+    await importModel(page, join(dir, 'bigram.onnx'), join(dir, 'bigram.tokenizer.json'), '64');
+    await page.getByTestId('onnx-loaded').waitFor();
+
+    // offered as a checkpoint; the suite file; greedy, one sample per task
+    const ckpt = page.getByTestId('eval-checkpoint');
+    await ckpt.selectOption('onnx:bigram.onnx');
+    expect(await ckpt.locator('option:checked').textContent()).toBe('ONNX: bigram.onnx');
+    expect(await page.getByTestId('eval-ckpt-config').textContent()).toMatch(/vocabulary 258, context 64/);
+    await page.getByTestId('eval-suite-file').setInputFiles(join(dir, 'bigram-suite.jsonl'));
+    await expect.poll(() => page.getByTestId('eval-suite-info').getAttribute('data-tasks')).toBe('2');
+    for (const [field, v] of Object.entries({ samples: '1', k: '1', temperature: '0', maxNewTokens: '12', seed: '1' })) await page.getByTestId(`eval-${field}`).fill(v);
+    await page.getByTestId('eval-start').click();
+    await expect.poll(() => page.getByTestId('eval-status').textContent(), { timeout: 60_000, interval: 250 }).toMatch(/^(done|error|stopped)$/);
+    if (await page.getByTestId('eval-error').count()) throw new Error(`the evaluation failed: ${await page.getByTestId('eval-error').textContent()}`);
+
+    // it completes both prompts with " x*2}", which passes the first task only (as evalSuite in Node, src/onnx/import.test.ts)
+    expect(Number(await page.getByTestId('eval-pass-1').getAttribute('data-value'))).toBe(0.5);
+    const rows = await page.getByTestId('eval-task').evaluateAll((els) => els.map((e) => [e.getAttribute('data-task'), e.getAttribute('data-passed'), e.getAttribute('data-total')]));
+    expect(rows).toEqual([['double', '1', '1'], ['plus-four', '0', '1']]);
+    expect(await page.getByTestId('eval-note').textContent()).toContain("bigram.onnx runs in onnxruntime-web's wasm provider");
+    console.log(`ONNX eval in Chromium: ${((Date.now() - t0) / 1000).toFixed(1)} s; ${await page.getByTestId('eval-result-info').textContent()}`);
+    await screenshot('onnx-eval');
+    expect(errors).toEqual([]);
+  }, 120_000);
 
   test('the ONNX race runs on the tiny preset and shows ours / ORT ratios', async () => {
     const { page, errors, screenshot } = await open();

@@ -11,11 +11,24 @@ import type { Task } from '../tasks/types';
 import type { EvalProgress, EvalSettings, TaskRow } from './eval-suite';
 import type { RunBackend } from './run-protocol';
 
+/**
+ * An ONNX causal LM imported in the Checkpoints panel (src/onnx/import.ts checks it again in the
+ * worker): the model file's bytes, its tokenizer file's text, and the context length it was loaded with.
+ */
+export interface OnnxEvalModel {
+  kind: 'onnx';
+  bytes: Uint8Array;
+  tokenizerText: string;
+  /** the model file's name, for messages */
+  file: string;
+  contextLength: number;
+}
+
 /** page -> worker */
 export type ToEvalWorker = {
   type: 'start';
-  /** the checkpoint file's bytes (a policy with its tokenizer) */
-  checkpoint: Uint8Array;
+  /** the checkpoint file's bytes (a policy with its tokenizer), or an imported ONNX model (run in onnxruntime-web's wasm provider) */
+  checkpoint: Uint8Array | OnnxEvalModel;
   /** the suite, as loadSuite parsed it on the page */
   tasks: Task[];
   settings: EvalSettings;

@@ -4,7 +4,8 @@
  *   new Worker(new URL('../rl/eval-worker.ts', import.meta.url), { type: 'module' })
  * and spoken to in eval-protocol.ts's messages. Like the run worker (run-worker.ts) it creates
  * everything it needs: a GPU runtime of its own (the cpu backend, with a note why, when WebGPU is
- * not usable here), the sandbox pool (nested module workers) and the analyzer.
+ * not usable here), the sandbox pool (nested module workers) and the analyzer. An ONNX model
+ * imported in the Checkpoints panel is loaded in onnxruntime-web (wasm provider) instead.
  *
  * Every failure ends in one `error` message: the evaluation's rejection, and any error or promise
  * rejection nothing handled (a dropped promise must not leave the page waiting forever).
@@ -13,9 +14,11 @@ import { createAnalyzer } from '../analysis';
 import { browserWasmLoader } from '../analysis/wasm-browser';
 import { browserProvider } from '../gpu/provider';
 import { GpuRuntime } from '../gpu/runtime';
-import { createBackend } from '../model/backend';
+import { createBackend, type PolicyBackend } from '../model/backend';
 import { loadModel } from '../model/checkpoint';
 import { DEFAULT_OPTIM } from '../model/optim';
+import { browserOrt } from '../onnx/browser';
+import { importOnnxModel } from '../onnx/import';
 import { createBrowserPool, defaultPoolSize } from '../sandbox/pool.browser';
 import { Tokenizer } from '../tokenizer';
 import type { FromEvalWorker, ToEvalWorker } from './eval-protocol';
@@ -64,24 +67,36 @@ scope.addEventListener('unhandledrejection', (e) => {
 
 async function start(m: ToEvalWorker): Promise<void> {
   const t0 = performance.now();
-  const snap = loadModel(m.checkpoint);
-  if (!snap.tokenizer) throw new Error('the checkpoint carries no tokenizer; it cannot be sampled from text prompts');
-  const tok = Tokenizer.fromJSON(snap.tokenizer);
-
+  const src = m.checkpoint;
   let runtime: GpuRuntime | null = null;
-  let note: string | null = null;
-  if (m.backend === 'webgpu') {
-    try {
-      runtime = await GpuRuntime.create(browserProvider(), { onUncapturedError: (e) => console.warn(`WebGPU: ${e.message}`) });
-    } catch (e) {
-      note = `WebGPU is not usable in the eval worker: ${sentence((e as Error).message)} The evaluation uses the cpu backend (the float64 reference model) instead.`;
+  let policy: PolicyBackend;
+  let tok: Tokenizer;
+  let backend: RunBackend;
+  if (src instanceof Uint8Array) {
+    const snap = loadModel(src);
+    if (!snap.tokenizer) throw new Error('the checkpoint carries no tokenizer; it cannot be sampled from text prompts');
+    tok = Tokenizer.fromJSON(snap.tokenizer);
+    let note: string | null = null;
+    if (m.backend === 'webgpu') {
+      try {
+        runtime = await GpuRuntime.create(browserProvider(), { onUncapturedError: (e) => console.warn(`WebGPU: ${e.message}`) });
+      } catch (e) {
+        note = `WebGPU is not usable in the eval worker: ${sentence((e as Error).message)} The evaluation uses the cpu backend (the float64 reference model) instead.`;
+      }
     }
+    backend = runtime ? 'webgpu' : 'cpu';
+    post({ type: 'backend', backend, note });
+    policy = createBackend(backend, { config: snap.config, params: snap.params, optim: DEFAULT_OPTIM, runtime: runtime ?? undefined });
+  } else {
+    // an imported ONNX model: onnxruntime-web's wasm provider (the CPU), the safe choice in a worker
+    const imported = await importOnnxModel(await browserOrt('wasm'), src.bytes, src.tokenizerText, { file: src.file, contextLength: src.contextLength });
+    policy = imported.policy;
+    tok = imported.tokenizer;
+    backend = 'cpu';
+    post({ type: 'backend', backend, note: `${src.file} runs in onnxruntime-web's wasm provider (on the CPU) in the eval worker.` });
   }
-  const backend: RunBackend = runtime ? 'webgpu' : 'cpu';
-  post({ type: 'backend', backend, note });
 
   const pool = createBrowserPool({ size: defaultPoolSize() });
-  const policy = createBackend(backend, { config: snap.config, params: snap.params, optim: DEFAULT_OPTIM, runtime: runtime ?? undefined });
   try {
     const analyzer = await createAnalyzer(browserWasmLoader);
     const r = await evalSuite(policy, tok, m.tasks, m.settings, { pool, analyzer }, { onProgress: (progress) => post({ type: 'progress', progress }) });
@@ -93,7 +108,7 @@ async function start(m: ToEvalWorker): Promise<void> {
         tasks: r.tasks,
         samples: r.samples,
         maxNewTokens: r.plan.maxNewTokens,
-        contextLength: snap.config.contextLength,
+        contextLength: policy.config.contextLength,
         rows: r.rows,
         backend,
         seconds: (performance.now() - t0) / 1000,

@@ -7,11 +7,15 @@
  * The page reads the checkpoint's bytes and parses the suite (its load issues are shown before
  * anything runs), then hands both to a fresh worker. Stop terminates the worker: an evaluation
  * saves nothing. The live worker stays in this module, outside the store.
+ *
+ * An ONNX model imported in the Checkpoints panel (app/onnx/OnnxImport.tsx) is kept here too
+ * (`onnxModels`: its file's bytes, tokenizer text and context length, while the page is open) and
+ * is offered like a checkpoint; the worker loads it in onnxruntime-web.
  */
 import type { StateCreator } from 'zustand';
 import { summarise, type CheckpointInfo } from '../app/checkpoints';
 import { loadCheckpointBrowser } from '../checkpoint/browser';
-import type { FromEvalWorker, EvalReport, ToEvalWorker } from '../rl/eval-protocol';
+import type { FromEvalWorker, EvalReport, OnnxEvalModel, ToEvalWorker } from '../rl/eval-protocol';
 import { settingsProblems, type EvalProgress, type EvalSettings } from '../rl/eval-suite';
 import type { RunBackend } from '../rl/run-protocol';
 import { runStorage } from '../rl/store-browser';
@@ -25,12 +29,12 @@ export type EvalStatus = 'idle' | 'running' | 'done' | 'stopped' | 'error';
 export const SPLITS = ['heldout', 'rl', 'train', 'val'] as const;
 export type Split = (typeof SPLITS)[number];
 
-/** A checkpoint to evaluate: a file of a stored run, or one stored in the Checkpoints panel. */
-export type CheckpointRef = { kind: 'run'; run: string; file: string } | { kind: 'stored'; name: string };
+/** A checkpoint to evaluate: a file of a stored run, one stored in the Checkpoints panel, or an ONNX model imported there. */
+export type CheckpointRef = { kind: 'run'; run: string; file: string } | { kind: 'stored'; name: string } | { kind: 'onnx'; name: string };
 /** A suite: a split of a stored run, or the file the user opened. */
 export type SuiteRef = { kind: 'run'; run: string; split: Split } | { kind: 'file'; name: string };
 
-export const checkpointKey = (r: CheckpointRef): string => (r.kind === 'run' ? `run:${r.run}/${r.file}` : `stored:${r.name}`);
+export const checkpointKey = (r: CheckpointRef): string => (r.kind === 'run' ? `run:${r.run}/${r.file}` : `${r.kind}:${r.name}`);
 export const suiteKey = (r: SuiteRef): string => (r.kind === 'run' ? `run:${r.run}/${r.split}` : `file:${r.name}`);
 
 /** A `*.ckpt` of a stored run, as its header describes it. */
@@ -58,8 +62,21 @@ export interface LoadedSuite {
   issues: LoadIssue[];
 }
 
+/** An ONNX model imported in the Checkpoints panel, as the eval worker loads it again. */
+export interface OnnxModelEntry {
+  /** the model file's name (one entry per name: a later import replaces it) */
+  name: string;
+  bytes: Uint8Array;
+  tokenizerText: string;
+  /** the context length it was loaded with (given, or from its metadata) */
+  contextLength: number;
+  vocabSize: number;
+}
+
 export interface EvalSlice {
   evaluation: {
+    /** ONNX models imported in the Checkpoints panel, kept while the page is open */
+    onnxModels: OnnxModelEntry[];
     /** what the stored runs hold, as last scanned */
     runs: StoredRunSources[];
     scanning: boolean;
@@ -80,6 +97,8 @@ export interface EvalSlice {
     report: EvalReport | null;
     error: string | null;
   };
+  /** keeps an imported ONNX model for evaluation (replacing one of the same name) */
+  addOnnxModel(m: OnnxModelEntry): void;
   /** lists the stored runs' policy checkpoints and splits */
   scanEvalSources(): Promise<void>;
   /** loads a split of a stored run as the suite */
@@ -177,7 +196,8 @@ function evalInWorker(start: ToEvalWorker, on: (m: ProgressMessage) => void): Pr
     });
     w.addEventListener('messageerror', () => end({ type: 'error', message: 'a message from the eval worker could not be read' }));
     live = { worker: w, end };
-    w.postMessage(start satisfies ToEvalWorker, [start.checkpoint.buffer as ArrayBuffer]); // the bytes move: they were read for this worker
+    // a checkpoint's bytes move (they were read for this worker); an ONNX model's are copied (the store keeps them)
+    w.postMessage(start satisfies ToEvalWorker, start.checkpoint instanceof Uint8Array ? [start.checkpoint.buffer as ArrayBuffer] : []);
   });
 }
 
@@ -208,7 +228,12 @@ async function scanRun(run: string): Promise<StoredRunSources> {
   return { run, checkpoints, rewardModels, splits: SPLITS.filter((s) => files.includes(`tasks/${s}.jsonl`)) };
 }
 
-async function readCheckpoint(ref: CheckpointRef): Promise<Uint8Array> {
+async function readCheckpoint(ref: CheckpointRef, onnxModels: readonly OnnxModelEntry[]): Promise<Uint8Array | OnnxEvalModel> {
+  if (ref.kind === 'onnx') {
+    const m = onnxModels.find((x) => x.name === ref.name);
+    if (!m) throw new Error(`the ONNX model ${ref.name} is no longer loaded; import it again in the Checkpoints panel`);
+    return { kind: 'onnx', bytes: m.bytes, tokenizerText: m.tokenizerText, file: m.name, contextLength: m.contextLength };
+  }
   if (ref.kind === 'stored') {
     return loadCheckpointBrowser(ref.name);
   }
@@ -236,6 +261,7 @@ export const createEvalSlice: StateCreator<LabState, [], [], EvalSlice> = (set, 
 
   return {
     evaluation: {
+      onnxModels: [],
       runs: [],
       scanning: false,
       scanError: null,
@@ -249,6 +275,10 @@ export const createEvalSlice: StateCreator<LabState, [], [], EvalSlice> = (set, 
       job: null,
       report: null,
       error: null,
+    },
+
+    addOnnxModel(m) {
+      patch({ onnxModels: [...get().evaluation.onnxModels.filter((x) => x.name !== m.name), m] });
     },
 
     async scanEvalSources() {
@@ -301,10 +331,10 @@ export const createEvalSlice: StateCreator<LabState, [], [], EvalSlice> = (set, 
       const my = ++evalSeq;
       patch({ status: 'running', job, backend: null, note: null, progress: null, report: null, error: null });
       try {
-        const checkpoint = await readCheckpoint(ref);
+        const checkpoint = await readCheckpoint(ref, get().evaluation.onnxModels);
         let backend: RunBackend = 'cpu';
         let note: string | null = null;
-        if (backendChoice === 'auto') {
+        if (backendChoice === 'auto' && ref.kind !== 'onnx') { // an ONNX model runs in onnxruntime-web, not on our engine
           await settledGpu(get);
           const gpu = get().gpu;
           if (currentRuntime() && gpu.status === 'ready') backend = 'webgpu';

@@ -1,11 +1,13 @@
 /**
  * "Import ONNX model": a user's causal LM and its tokenizer file, checked by src/onnx/import.ts
  * (errors inline, naming the file and the problem), loaded in onnxruntime-web and kept in memory
- * while the page is open; a prompt box samples a completion from it, as a policy would.
+ * while the page is open; a prompt box samples a completion from it, as a policy would. A model
+ * that loads is also kept in the store (its files' contents) for the Evaluate panel's pass@k.
  */
 import { useEffect, useId, useRef, useState, type FormEvent } from 'react';
 import type { ImportedModel } from '../../onnx/import';
 import type { BrowserEp } from '../../onnx/browser';
+import { useLab } from '../../store';
 import { importUserModel, sampleFrom, type Sample } from './actions';
 import { errorText, parseContextLength } from './files';
 
@@ -22,6 +24,7 @@ export function OnnxImport() {
   const [model, setModel] = useState<{ m: ImportedModel; ep: BrowserEp; file: string } | null>(null);
   /** finished load attempts (tests wait for the next one) */
   const [attempts, setAttempts] = useState(0);
+  const addOnnxModel = useLab((s) => s.addOnnxModel);
   const ctx = parseContextLength(context);
 
   useEffect(() => () => model?.m.policy.dispose(), [model]);
@@ -39,8 +42,9 @@ export function OnnxImport() {
     setError(null);
     setModel(null); // the previous model is released (effect cleanup)
     try {
-      const m = await importUserModel(mf, tf, ep, ctx.value);
+      const { bytes, tokenizerText, ...m } = await importUserModel(mf, tf, ep, ctx.value);
       setModel({ m, ep, file: mf.name });
+      addOnnxModel({ name: mf.name, bytes, tokenizerText, contextLength: m.policy.config.contextLength, vocabSize: m.info.vocabSize });
     } catch (err) {
       setError(errorText(err));
     } finally {
@@ -113,7 +117,7 @@ function Generate({ model, ep, file }: { model: ImportedModel; ep: BrowserEp; fi
         Loaded {file} on ORT {ep}: vocabulary {info.vocabSize}, context {model.policy.config.contextLength}
         {info.kv ? `, KV cache (${info.kv.layers} layers)` : ', no KV cache'}
         {info.hasValues ? ', value head' : ''}
-        {info.producer ? `; produced by ${info.producer}` : ''}.
+        {info.producer ? `; produced by ${info.producer}` : ''}. The Evaluate panel offers it as “ONNX: {file}”.
       </p>
       <form onSubmit={(e) => void run(e)}>
         <label htmlFor={`${id}-p`}>Prompt</label>

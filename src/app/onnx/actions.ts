@@ -58,10 +58,11 @@ export async function browserParity(bytes: Uint8Array, rt: GpuRuntime, eps: Brow
   return { rows, max_rel_diff: Math.max(...rows.map((r) => Math.max(r.vs_webgpu, r.vs_cpu))), B, T };
 }
 
-/** A user's model and tokenizer files as a frozen policy on one execution provider (import.ts checks, their messages). */
-export async function importUserModel(model: File, tokenizer: File, ep: BrowserEp, contextLength: number | undefined): Promise<ImportedModel> {
+/** A user's model and tokenizer files as a frozen policy on one execution provider (import.ts checks, their messages), with the files' contents (the Evaluate panel loads them again in its worker). */
+export async function importUserModel(model: File, tokenizer: File, ep: BrowserEp, contextLength: number | undefined): Promise<ImportedModel & { bytes: Uint8Array; tokenizerText: string }> {
   const [bytes, tokText] = await Promise.all([model.arrayBuffer().then((b) => new Uint8Array(b)), tokenizer.text()]);
-  return importOnnxModel(await browserOrt(ep), bytes, tokText, { file: model.name, tokenizerFile: tokenizer.name, contextLength });
+  const m = await importOnnxModel(await browserOrt(ep), bytes, tokText, { file: model.name, tokenizerFile: tokenizer.name, contextLength });
+  return { ...m, bytes, tokenizerText: tokText };
 }
 
 export interface Sample {

@@ -1,6 +1,6 @@
 /**
  * Evaluate: `coderl eval` in the browser. A policy checkpoint (any `*.ckpt` of a stored run but
- * the reward model, or one of the Checkpoints panel) on a suite (a stored run's split, or a
+ * the reward model, one of the Checkpoints panel, or an ONNX model imported there) on a suite (a stored run's split, or a
  * JSONL / .jsonl.gz file the user opens, its load issues listed by line), with n samples per task,
  * the k list, temperature, max new tokens, seed and an optional task limit. It runs in a worker
  * (store/evalSlice.ts) with progress and Stop; the result is the unbiased pass@k, pass@1 per
@@ -24,6 +24,8 @@ interface CheckpointOption {
   info: CheckpointInfo | null;
   /** why it cannot be evaluated; null when it can */
   problem: string | null;
+  /** an imported ONNX model's summary (it has no checkpoint header) */
+  summary?: string;
 }
 
 const FIELDS: { field: keyof EvalForm; label: string; hint?: string }[] = [
@@ -41,6 +43,7 @@ const pct = (x: number): string => (Number.isFinite(x) ? `${(x * 100).toFixed(1)
 function useCheckpointOptions(): CheckpointOption[] {
   const runs = useLab((s) => s.evaluation.runs);
   const stored = useLab((s) => s.checkpoints.items);
+  const onnx = useLab((s) => s.evaluation.onnxModels);
   return useMemo(() => [
     ...runs.flatMap((r) => r.checkpoints.map((c): CheckpointOption => {
       const ref: CheckpointRef = { kind: 'run', run: r.run, file: c.file };
@@ -50,7 +53,12 @@ function useCheckpointOptions(): CheckpointOption[] {
       const ref: CheckpointRef = { kind: 'stored', name: c.name };
       return { key: checkpointKey(ref), ref, label: c.name, info: c.info, problem: c.problem ?? policyProblem(c.info) };
     }),
-  ], [runs, stored]);
+    ...onnx.map((m): CheckpointOption => {
+      const ref: CheckpointRef = { kind: 'onnx', name: m.name };
+      const summary = `ONNX model, vocabulary ${m.vocabSize}, context ${m.contextLength}; runs in onnxruntime-web (wasm)`;
+      return { key: checkpointKey(ref), ref, label: `ONNX: ${m.name}`, info: null, problem: null, summary };
+    }),
+  ], [runs, stored, onnx]);
 }
 
 export function EvalPanel() {
@@ -92,7 +100,7 @@ export function EvalPanel() {
           <div className="eval-pick">
             <select id={`${id}-ckpt`} value={ckpt} disabled={running} onChange={(e) => setCkpt(e.target.value)} data-testid="eval-checkpoint">
               <option value="">{options.length ? 'Choose a checkpoint…' : scanning ? 'Reading the stored runs…' : 'No checkpoints stored yet'}</option>
-              {groupBy(options, (o) => (o.ref.kind === 'run' ? `Run ${o.ref.run}` : 'Checkpoints panel')).map(([group, items]) => (
+              {groupBy(options, (o) => (o.ref.kind === 'run' ? `Run ${o.ref.run}` : o.ref.kind === 'onnx' ? 'Imported ONNX models' : 'Checkpoints panel')).map(([group, items]) => (
                 <optgroup key={group} label={group}>
                   {items.map((o) => (
                     <option key={o.key} value={o.key} disabled={o.problem !== null}>
@@ -105,6 +113,7 @@ export function EvalPanel() {
             <button type="button" onClick={() => void scan()} disabled={scanning} data-testid="eval-refresh">Refresh</button>
           </div>
           {chosen?.info && <CheckpointSummary info={chosen.info} />}
+          {chosen?.summary && <p className="hint" data-testid="eval-ckpt-config">{chosen.summary}</p>}
           <RewardModelsHint />
           {scanError && <p className="field-error" role="alert">{scanError}</p>}
         </div>
