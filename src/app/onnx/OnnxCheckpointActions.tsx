@@ -8,7 +8,8 @@ import { loadCheckpointBrowser } from '../../checkpoint/browser';
 import { useLab } from '../../store';
 import { currentRuntime } from '../../store/gpuSlice';
 import { browserParity, exportCheckpointOnnx, PARITY_TOLERANCE, type BrowserParity } from './actions';
-import { downloadBytes, errorText } from './files';
+import { downloadBytes } from '../download';
+import { errorText } from './files';
 
 type State =
   | { phase: 'idle' }

@@ -17,16 +17,4 @@ export function parseContextLength(text: string): { value: number | undefined } 
   return { value: n };
 }
 
-/** Saves `bytes` as a file through an object URL (no network). */
-export function downloadBytes(name: string, bytes: Uint8Array | string, type = 'application/octet-stream'): void {
-  const url = URL.createObjectURL(new Blob([bytes as Uint8Array<ArrayBuffer>], { type }));
-  const a = document.createElement('a');
-  a.href = url;
-  a.download = name;
-  document.body.append(a);
-  a.click();
-  a.remove();
-  setTimeout(() => URL.revokeObjectURL(url), 1000);
-}
-
 export const errorText = (e: unknown): string => (e instanceof Error ? e.message : String(e)) || 'unknown error';

@@ -3,6 +3,7 @@
  * a preset, import a file (validated before it is stored), export (download) and delete.
  */
 import { useEffect, useId, useState, type FormEvent } from 'react';
+import { downloadBytes } from '../download';
 import { useLab } from '../../store';
 import type { CheckpointSummary } from '../../store/checkpointSlice';
 import { CHECKPOINT_EXT, configSummary, formatBytes, metaEntries, PRESET_NAMES, type PresetName } from '../checkpoints';
@@ -230,16 +231,4 @@ function CheckpointItem({ item, confirming, onConfirm }: { item: CheckpointSumma
       {info?.config && <OnnxCheckpointActions name={item.name} disabled={busy} />}
     </li>
   );
-}
-
-/** Saves `bytes` as a file through an object URL (no network). */
-function downloadBytes(name: string, bytes: Uint8Array): void {
-  const url = URL.createObjectURL(new Blob([bytes as Uint8Array<ArrayBuffer>], { type: 'application/octet-stream' }));
-  const a = document.createElement('a');
-  a.href = url;
-  a.download = name;
-  document.body.append(a);
-  a.click();
-  a.remove();
-  setTimeout(() => URL.revokeObjectURL(url), 1000);
 }

@@ -16,6 +16,7 @@ import { checkRunName } from '../../rl/store-browser';
 import { useLab } from '../../store';
 import { formatEta, phaseEta } from '../../store/eta';
 import { overridesOf, parseSettings, WORK_PHASES, type WorkPhase } from '../../store/runSlice';
+import { downloadBlob } from '../download';
 import { effective } from '../setup/fields';
 import { SettingsForm } from '../setup/SettingsForm';
 import { SuitePicker } from '../setup/SuitePicker';
@@ -243,14 +244,7 @@ function RunTransfer({ run, onImported }: { run: string | null; onImported(name:
   const doExport = async (run: string): Promise<void> => {
     setError(null);
     try {
-      const url = URL.createObjectURL(await exportRun(run));
-      const a = document.createElement('a');
-      a.href = url;
-      a.download = `${run}${RUN_BUNDLE_EXT}`;
-      document.body.append(a);
-      a.click();
-      a.remove();
-      setTimeout(() => URL.revokeObjectURL(url), 1000);
+      downloadBlob(`${run}${RUN_BUNDLE_EXT}`, await exportRun(run));
     } catch (e) {
       setError({ kind: 'export', message: `Export failed: ${(e as Error).message}` });
     }

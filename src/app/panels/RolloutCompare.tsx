@@ -20,8 +20,8 @@ import {
 import { fmtNum } from '../rollout/tokens';
 import { rescore, type RewardWeights } from '../rollout/whatif';
 import '../rollout/view.css';
+import { loadRolloutMonaco, type MonacoApi } from '../rollout/monaco';
 
-type MonacoApi = (typeof import('../monaco'))['monaco'];
 
 const message = (e: unknown): string => (e instanceof Error ? e.message : String(e)) || 'unknown error';
 const num = (x: number, d = 3): string => fmtNum(Number.isFinite(x) ? x : null, d);
@@ -30,18 +30,6 @@ const LABEL: Record<SideName, string> = { a: 'A', b: 'B' };
 const DIFF_MIN_PX = 100;
 const DIFF_MAX_PX = 360;
 
-let monacoLoad: Promise<MonacoApi> | null = null;
-
-/** Monaco once per page; JavaScript's TS-service diagnostics off, as in the rollout view (a diff is no place for squiggles). */
-function loadMonaco(): Promise<MonacoApi> {
-  monacoLoad ??= import('../monaco').then(({ monaco }) => {
-    const js = monaco.typescript.javascriptDefaults;
-    js.setDiagnosticsOptions({ ...js.getDiagnosticsOptions(), noSyntaxValidation: true, noSemanticValidation: true });
-    return monaco;
-  });
-  monacoLoad.catch(() => (monacoLoad = null));
-  return monacoLoad;
-}
 
 export function RolloutCompare() {
   const a = useLab((s) => s.rollouts.compare.a);
@@ -210,7 +198,7 @@ function DiffLoader({ a, b, inline }: { a: CompareSide; b: CompareSide; inline: 
   useEffect(() => {
     if (monaco) return;
     let live = true;
-    loadMonaco().then(
+    loadRolloutMonaco().then(
       (m) => live && setMonaco(m),
       (e: unknown) => live && setError(`The editor could not be loaded: ${message(e)}`),
     );

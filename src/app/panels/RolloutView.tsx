@@ -27,8 +27,8 @@ import { alignTokens, HEAT_SCALES, heatBucket, heatClass, heatLegend, mean, scal
 import type { RewardWeights } from '../rollout/whatif';
 import { AstTree, Breakdown, OUTLINE_NODES, Tests, type Outline, type Scored } from '../rollout/panes';
 import '../rollout/view.css';
+import { loadRolloutMonaco, type MonacoApi } from '../rollout/monaco';
 
-type MonacoApi = (typeof import('../monaco'))['monaco'];
 
 const DEBOUNCE_MS = 400;
 const OWNERS = ['ast', 'lint', 'tests'] as const;
@@ -37,18 +37,6 @@ const message = (e: unknown): string => (e instanceof Error ? e.message : String
 // ---------------------------------------------------------------------------------------------
 // Loading: Monaco once per page, each run's tasks and reward config once per run
 
-let monacoLoad: Promise<MonacoApi> | null = null;
-
-function loadMonaco(): Promise<MonacoApi> {
-  monacoLoad ??= import('../monaco').then(({ monaco }) => {
-    // tree-sitter's 'ast' markers are the syntax check here; the TS service's would duplicate them
-    const js = monaco.typescript.javascriptDefaults;
-    js.setDiagnosticsOptions({ ...js.getDiagnosticsOptions(), noSyntaxValidation: true, noSemanticValidation: true });
-    return monaco;
-  });
-  monacoLoad.catch(() => (monacoLoad = null));
-  return monacoLoad;
-}
 
 interface RunContext {
   tasks: Map<string, Task>;
@@ -261,7 +249,7 @@ export function RolloutView() {
   useEffect(() => {
     if (!wanted || monaco) return;
     let live = true;
-    loadMonaco().then(
+    loadRolloutMonaco().then(
       (m) => live && setMonaco(m),
       (e: unknown) => live && setLoadError(`The editor could not be loaded: ${message(e)}`),
     );
