@@ -8,6 +8,7 @@
 import { describe, expect, test } from 'vitest';
 import type { Page } from 'playwright-core';
 import { chromiumSession } from './browser';
+import { opfsFiles } from './run-fixture';
 import { MINI_RUN } from '../src/rl/testing';
 
 const open = chromiumSession();
@@ -15,23 +16,6 @@ const open = chromiumSession();
 const MINI = MINI_RUN;
 const PHASES = ['setup', 'sft', 'sft-eval', 'rm-samples', 'rm', 'ppo', 'eval'];
 const RUN = 'e2e-mini';
-
-/** Every file under OPFS's runs/<run>/, as relative paths. */
-function opfsFiles(page: Page, run: string): Promise<string[]> {
-  return page.evaluate(async (run) => {
-    type Dir = FileSystemDirectoryHandle & { values(): AsyncIterable<FileSystemHandle> };
-    const out: string[] = [];
-    const walk = async (d: Dir, prefix: string): Promise<void> => {
-      for await (const h of d.values()) {
-        if (h.kind === 'file') out.push(prefix + h.name);
-        else await walk(h as Dir, `${prefix}${h.name}/`);
-      }
-    };
-    const root = await navigator.storage.getDirectory();
-    await walk((await (await root.getDirectoryHandle('runs')).getDirectoryHandle(run)) as Dir, '');
-    return out.sort();
-  }, run);
-}
 
 /**
  * The page's main thread by the phase active at the time: the longest gap between two ticks of a

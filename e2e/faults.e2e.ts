@@ -12,6 +12,7 @@ import { describe, expect, test } from 'vitest';
 import type { Page, Worker } from 'playwright-core';
 import { MINI_RUN } from '../src/rl/testing';
 import { chromiumSession } from './browser';
+import { opfsFiles, readOpfsText } from './run-fixture';
 
 const open = chromiumSession();
 const RUN = 'e2e-faults';
@@ -23,34 +24,6 @@ async function runWorker(page: Page): Promise<Worker> {
   await expect.poll(() => page.workers().filter(isRunWorker).length, { timeout: 60_000 }).toBe(1);
   return page.workers().find(isRunWorker)!;
 }
-
-function opfsFiles(page: Page, run: string): Promise<string[]> {
-  return page.evaluate(async (run) => {
-    type Dir = FileSystemDirectoryHandle & { values(): AsyncIterable<FileSystemHandle> };
-    const out: string[] = [];
-    const walk = async (d: Dir, prefix: string): Promise<void> => {
-      for await (const h of d.values()) {
-        if (h.kind === 'file') out.push(prefix + h.name);
-        else await walk(h as Dir, `${prefix}${h.name}/`);
-      }
-    };
-    try {
-      await walk((await (await (await navigator.storage.getDirectory()).getDirectoryHandle('runs')).getDirectoryHandle(run)) as Dir, '');
-    } catch {
-      return [];
-    }
-    return out.sort();
-  }, run);
-}
-
-const readOpfs = (page: Page, run: string, file: string): Promise<string> =>
-  page.evaluate(
-    async ({ run, file }) => {
-      const dir = await (await (await navigator.storage.getDirectory()).getDirectoryHandle('runs')).getDirectoryHandle(run);
-      return (await (await dir.getFileHandle(file)).getFile()).text();
-    },
-    { run, file },
-  );
 
 describe('faults during a run', () => {
   test('a non-finite loss, a lost device and a crashed worker each stop the run clearly, and Resume finishes it', async () => {
@@ -100,7 +73,7 @@ describe('faults during a run', () => {
     expect(await error.count(), (await error.textContent().catch(() => '')) ?? '').toBe(0);
     const files = await opfsFiles(page, RUN);
     for (const f of ['summary.json', 'policy.ckpt', 'rollouts/iter-0001.jsonl', 'rollouts/iter-0002.jsonl', 'rollouts/iter-0003.jsonl']) expect(files, f).toContain(f);
-    const ppo = (await readOpfs(page, RUN, 'metrics.jsonl'))
+    const ppo = (await readOpfsText(page, RUN, 'metrics.jsonl'))!
       .trim()
       .split('\n')
       .map((l) => JSON.parse(l) as { stage: string; iteration?: number })

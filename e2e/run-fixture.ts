@@ -2,7 +2,8 @@
  * A real stored run for e2e tests that inspect one, without training in the browser: the
  * pipeline runs in Node on the cpu backend (the float64 reference model, a real sandbox pool and
  * analyzer) into a MemoryStore, and the test writes its files into the page's OPFS run directory.
- * A miniature run (MINI_RUN with two PPO iterations) takes a few seconds.
+ * A miniature run (MINI_RUN with two PPO iterations) takes a few seconds. Also the OPFS helpers
+ * the e2e tests share: write a run, list its files, read one.
  */
 import type { Page } from 'playwright-core';
 import { createAnalyzer } from '../src/analysis';
@@ -56,5 +57,42 @@ export function writeOpfsRun(page: Page, run: string, files: Record<string, Uint
       }
     },
     { run, files: plain },
+  );
+}
+
+/** Every file under OPFS's runs/<run>/, as sorted relative paths; [] when the run directory is missing. */
+export function opfsFiles(page: Page, run: string): Promise<string[]> {
+  return page.evaluate(async (run) => {
+    type Dir = FileSystemDirectoryHandle & { values(): AsyncIterable<FileSystemHandle> };
+    const out: string[] = [];
+    const walk = async (d: Dir, prefix: string): Promise<void> => {
+      for await (const h of d.values()) {
+        if (h.kind === 'file') out.push(prefix + h.name);
+        else await walk(h as Dir, `${prefix}${h.name}/`);
+      }
+    };
+    try {
+      await walk((await (await (await navigator.storage.getDirectory()).getDirectoryHandle('runs')).getDirectoryHandle(run)) as Dir, '');
+    } catch {
+      return [];
+    }
+    return out.sort();
+  }, run);
+}
+
+/** The text of runs/<run>/<path> in OPFS; null when it is missing. */
+export function readOpfsText(page: Page, run: string, path: string): Promise<string | null> {
+  return page.evaluate(
+    async ({ run, path }) => {
+      try {
+        let d = await (await (await navigator.storage.getDirectory()).getDirectoryHandle('runs')).getDirectoryHandle(run);
+        const parts = path.split('/');
+        for (const p of parts.slice(0, -1)) d = await d.getDirectoryHandle(p);
+        return await (await (await d.getFileHandle(parts.at(-1)!)).getFile()).text();
+      } catch {
+        return null;
+      }
+    },
+    { run, path },
   );
 }

@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import type { Page } from 'playwright-core';
 import { unpackRun } from '../src/rl/run-bundle';
 import { chromiumSession } from './browser';
+import { writeOpfsRun } from './run-fixture';
 
 const open = chromiumSession();
 const RUN = 'e2e-transfer';
@@ -48,20 +49,6 @@ function opfsRun(page: Page, run: string): Promise<Record<string, number[]> | nu
     }
     return out;
   }, run);
-}
-
-function writeOpfsRun(page: Page, run: string, files: Record<string, number[]>): Promise<void> {
-  return page.evaluate(async ({ run, files }) => {
-    const runs = await (await navigator.storage.getDirectory()).getDirectoryHandle('runs', { create: true });
-    for (const [path, bytes] of Object.entries(files)) {
-      const parts = path.split('/');
-      let d = await runs.getDirectoryHandle(run, { create: true });
-      for (const p of parts.slice(0, -1)) d = await d.getDirectoryHandle(p, { create: true });
-      const w = await (await d.getFileHandle(parts.at(-1)!, { create: true })).createWritable();
-      await w.write(new Uint8Array(bytes));
-      await w.close();
-    }
-  }, { run, files });
 }
 
 const removeOpfsRun = (page: Page, run: string): Promise<void> =>

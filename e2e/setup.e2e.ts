@@ -13,6 +13,7 @@ import type { Page } from 'playwright-core';
 import { MINI_RUN } from '../src/rl/testing';
 import { buildTaskSet, suiteJsonl } from '../src/rl/tasks';
 import { chromiumSession } from './browser';
+import { readOpfsText } from './run-fixture';
 
 const open = chromiumSession();
 const RUN = 'e2e-setup';
@@ -35,22 +36,6 @@ afterAll(async () => {
 });
 
 const overridesOf = async (page: Page): Promise<Record<string, unknown>> => JSON.parse(await page.getByLabel('Overrides (JSON)').inputValue()) as Record<string, unknown>;
-
-async function readOpfs(page: Page, run: string, path: string): Promise<string | null> {
-  return page.evaluate(
-    async ({ run, path }) => {
-      try {
-        let d = await (await (await navigator.storage.getDirectory()).getDirectoryHandle('runs')).getDirectoryHandle(run);
-        const parts = path.split('/');
-        for (const p of parts.slice(0, -1)) d = await d.getDirectoryHandle(p);
-        return await (await (await d.getFileHandle(parts.at(-1)!)).getFile()).text();
-      } catch {
-        return null;
-      }
-    },
-    { run, path },
-  );
-}
 
 describe('experiment setup', () => {
   test('form fields validate inline, a suite file becomes the tasks, and a run pauses and continues', async () => {
@@ -127,10 +112,10 @@ describe('experiment setup', () => {
     await expect.poll(() => status.textContent(), { timeout: 60_000, interval: 100 }).toBe('paused');
     expect(await page.getByTestId('exp-pause').textContent()).toBe('Continue');
     const held = await sft.evaluate((p: HTMLProgressElement) => p.value);
-    const metricsAt = (await readOpfs(page, RUN, 'metrics.jsonl')) ?? '';
+    const metricsAt = (await readOpfsText(page, RUN, 'metrics.jsonl')) ?? '';
     await page.waitForTimeout(3000);
     expect(await sft.evaluate((p: HTMLProgressElement) => p.value)).toBe(held);
-    expect((await readOpfs(page, RUN, 'metrics.jsonl')) ?? '').toBe(metricsAt);
+    expect((await readOpfsText(page, RUN, 'metrics.jsonl')) ?? '').toBe(metricsAt);
     expect(held).toBeLessThan(1);
     await screenshot('setup-paused');
     await page.getByTestId('exp-pause').click();
@@ -138,13 +123,13 @@ describe('experiment setup', () => {
     expect(await page.getByTestId('exp-error').count(), (await page.getByTestId('exp-error').textContent().catch(() => '')) ?? '').toBe(0);
 
     // the run trained on the file: it keeps the file, and its splits are the file's tasks
-    expect(await readOpfs(page, RUN, 'tasks/suite.jsonl')).toBe(goodText);
+    expect(await readOpfsText(page, RUN, 'tasks/suite.jsonl')).toBe(goodText);
     const fileIds = new Set(goodText.trim().split('\n').map((l) => (JSON.parse(l) as { task_id: string }).task_id));
     for (const k of ['train', 'val', 'rl', 'heldout']) {
-      const text = (await readOpfs(page, RUN, `tasks/${k}.jsonl`)) ?? '';
+      const text = (await readOpfsText(page, RUN, `tasks/${k}.jsonl`)) ?? '';
       for (const l of text.trim().split('\n').filter(Boolean)) expect(fileIds.has((JSON.parse(l) as { task_id: string }).task_id), k).toBe(true);
     }
-    const config = JSON.parse((await readOpfs(page, RUN, 'config.json'))!) as { cfg: { tasks: { suite: unknown } } };
+    const config = JSON.parse((await readOpfsText(page, RUN, 'config.json'))!) as { cfg: { tasks: { suite: unknown } } };
     expect(config.cfg.tasks.suite).toEqual(suite);
     await screenshot('setup-done');
     expect(errors).toEqual([]);
