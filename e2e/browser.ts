@@ -10,6 +10,13 @@ import { afterAll, beforeAll, inject } from 'vitest';
 export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 export const SCREENSHOTS = join(import.meta.dirname, '..', 'test-results', 'screenshots');
 
+/**
+ * How long a terminated worker may take to leave `page.workers()`: one blocked in a native call
+ * (a SwiftShader submit, a wasm compile) ends when that call returns, and on two loaded CI cores
+ * that has taken over 10 s.
+ */
+export const WORKER_END_MS = 60_000;
+
 export const CHROMIUM_ARGS = [
   '--headless',
   '--no-sandbox',

@@ -23,7 +23,7 @@ import { createNodePool } from '../src/sandbox/pool.node';
 import { passAtK } from '../src/sandbox/score';
 import { parseSuite } from '../src/tasks/suite';
 import { Tokenizer } from '../src/tokenizer';
-import { chromiumSession, SCREENSHOTS } from './browser';
+import { chromiumSession, SCREENSHOTS, WORKER_END_MS } from './browser';
 import { nodeRun, writeOpfsRun, type NodeRun } from './run-fixture';
 
 const open = chromiumSession();
@@ -159,7 +159,7 @@ describe('the Evaluate panel in Chromium', () => {
     for (const p of progress) expect(p).toMatch(new RegExp(`^(Starting the eval worker…|(Sampling|Scoring): \\d+ / ${HELDOUT_LIMIT} tasks)$`));
     expect(progress.some((p) => p.startsWith('Sampling'))).toBe(true);
     expect(progress.some((p) => p.startsWith('Scoring'))).toBe(true);
-    await expect.poll(() => evalWorkers(page), { timeout: 10_000 }).toEqual([]); // terminated at the end
+    await expect.poll(() => evalWorkers(page), { timeout: WORKER_END_MS }).toEqual([]); // terminated at the end
 
     const held = await rows(page);
     expect(held.map((r) => r.task)).toEqual(heldoutIds.slice(0, HELDOUT_LIMIT));
@@ -190,7 +190,7 @@ describe('the Evaluate panel in Chromium', () => {
     await expect.poll(() => evalWorkers(page).length, { timeout: 60_000, interval: 100 }).toBe(1);
     await page.getByTestId('eval-stop').click();
     expect(await page.getByTestId('eval-status').textContent()).toBe('stopped');
-    await expect.poll(() => evalWorkers(page), { timeout: 10_000 }).toEqual([]);
+    await expect.poll(() => evalWorkers(page), { timeout: WORKER_END_MS }).toEqual([]);
     expect(await page.getByTestId('eval-result').count()).toBe(0);
     lap('stopped');
 

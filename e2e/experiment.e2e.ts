@@ -7,7 +7,7 @@
  */
 import { describe, expect, test } from 'vitest';
 import type { Page } from 'playwright-core';
-import { chromiumSession } from './browser';
+import { chromiumSession, WORKER_END_MS } from './browser';
 import { opfsFiles } from './run-fixture';
 import { MINI_RUN } from '../src/rl/testing';
 
@@ -104,7 +104,7 @@ describe('the Experiment panel in Chromium', () => {
     console.log(`main thread by phase: ${Object.entries(main).map(([p, m]) => `${p}: longest gap ${m.maxGap.toFixed(0)} ms (${m.ticks} ticks), ${m.longTasks} long tasks ${m.longTaskMs.toFixed(0)} ms`).join('; ')}`);
     expect(main.ppo?.ticks ?? 0, 'ticks seen while PPO was active').toBeGreaterThanOrEqual(10);
     for (const [p, m] of Object.entries(main)) expect(m.maxGap, `longest gap while ${p} was active`).toBeLessThan(1000);
-    await expect.poll(() => workerPaths(page).filter(isRunWorker), { timeout: 10_000 }).toEqual([]); // terminated when the run ended
+    await expect.poll(() => workerPaths(page).filter(isRunWorker), { timeout: WORKER_END_MS }).toEqual([]); // terminated when the run ended
     for (const p of PHASES) {
       const bar = page.getByRole('progressbar', { name: `${{ setup: 'Setup', sft: 'SFT', 'sft-eval': 'SFT evaluation', 'rm-samples': 'Reward-model samples', rm: 'Reward model', ppo: 'PPO', eval: 'Final evaluation' }[p]} progress`, exact: true });
       expect(await bar.evaluate((el: HTMLProgressElement) => el.value), p).toBe(1);

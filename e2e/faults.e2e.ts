@@ -11,7 +11,7 @@
 import { describe, expect, test } from 'vitest';
 import type { Page, Worker } from 'playwright-core';
 import { MINI_RUN } from '../src/rl/testing';
-import { chromiumSession } from './browser';
+import { chromiumSession, WORKER_END_MS } from './browser';
 import { opfsFiles, readOpfsText } from './run-fixture';
 
 const open = chromiumSession();
@@ -39,7 +39,7 @@ describe('faults during a run', () => {
     const stoppedWith = async (pattern: RegExp): Promise<void> => {
       await expect.poll(() => status.textContent(), { timeout: 120_000, interval: 250 }).toBe('error');
       expect(await error.textContent()).toMatch(pattern);
-      await expect.poll(() => page.workers().filter(isRunWorker).length, { timeout: 10_000 }).toBe(0);
+      await expect.poll(() => page.workers().filter(isRunWorker).length, { timeout: WORKER_END_MS }).toBe(0);
       await expect.poll(() => start.textContent(), { timeout: 10_000 }).toBe('Resume');
     };
 
