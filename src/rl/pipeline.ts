@@ -73,7 +73,9 @@ export interface PipelineOptions {
   /**
    * The frozen reference of the KL penalty, instead of the SFT policy (e.g. an imported ONNX
    * model): given the run's tokenizer and model config, it must check its tokenizer is the same
-   * (the KL compares log-probs of the same ids). The pipeline disposes of it.
+   * (the KL compares log-probs of the same ids). Called at setup (checked and disposed of at once,
+   * so a reference that does not fit is refused before SFT) and again when PPO starts; the
+   * pipeline disposes of what it returns.
    */
   reference?: (tok: Tokenizer, model: ModelConfig) => Promise<PolicyBackend>;
 }
@@ -191,6 +193,9 @@ export async function runPipeline(o: PipelineOptions): Promise<Summary> {
   const longest = Math.max(...[...set.train, ...set.val, ...set.rl, ...set.heldout].map((t) => tok.encode(t.prompt).length));
   const room = Math.max(cfg.rl.maxNewTokens, cfg.eval.maxNewTokens);
   if (longest + room > model.contextLength) throw new Error(`the longest prompt has ${longest} tokens; with ${room} new tokens it exceeds the context of ${model.contextLength}`);
+  // a KL reference that cannot score this run's sequences (another tokenizer, a shorter context)
+  // is refused now, not after SFT's minutes; it is loaded again, and kept, when PPO starts
+  if (o.reference) (await referenceBackend(o.reference, tok, model)).dispose();
   emit('setup', 1, `${set.train.length} train, ${set.val.length} val, ${set.rl.length} rl, ${set.heldout.length} held-out tasks; vocabulary ${tok.vocabSize}`);
   const explore = o.exploreFor?.(tok);
   const trainEval = evalSubset(set.train);

@@ -2,7 +2,8 @@
  * `coderl train` in the browser: the same runPipeline, wired the way commands/train.ts wires it,
  * with the browser's pieces: the run directory in OPFS or IndexedDB (store-browser.ts), the
  * sandbox pool on module Web Workers, the analyzer with the browser's wasm loader, and a GPU
- * runtime of its own (the cpu backend when WebGPU is not usable). The run worker
+ * runtime of its own (the cpu backend when WebGPU is not usable); an ONNX KL reference runs in
+ * onnxruntime-web's wasm provider, kept in the run directory (reference.ts). The run worker
  * (run-worker.ts) calls runInBrowser, so all of this lives in that worker, off the page's main
  * thread; the page loads this module lazily only to read stored runs.
  */
@@ -14,10 +15,12 @@ import { createBackend, type PolicyBackend } from '../model/backend';
 import type { OptimConfig } from '../model/optim';
 import type { SandboxPool } from '../sandbox/pool';
 import { createBrowserPool, defaultPoolSize } from '../sandbox/pool.browser';
+import type { Ort } from '../onnx/runtime';
 import type { RlConfig } from './config';
 import { exploreHook } from './explore-hook';
 import { runPipeline, StoppedError, type PipelineOptions, type Summary } from './pipeline';
 import type { Metrics } from './ppo-loop';
+import { onnxReference, REFERENCE_TOKENIZER_FILE, runReference, type ReferenceFiles } from './reference';
 import type { RunBackend, RunStorageKind } from './run-protocol';
 import { readJson } from './store';
 import { runStorage } from './store-browser';
@@ -41,6 +44,8 @@ export interface BrowserRunOptions {
   gate?: () => Promise<void>;
   /** PipelineOptions.suiteText */
   suiteText?: string;
+  /** the ONNX KL reference cfg.rl.reference names, when the page has it (reference.ts runReference) */
+  reference?: ReferenceFiles;
 }
 
 /** What a run directory holds. */
@@ -52,6 +57,15 @@ export interface StoredRun {
   config: { cfg: RlConfig; seed: number; backend: string } | null;
   /** summary.json: null until the run has finished */
   summary: Summary | null;
+}
+
+/**
+ * onnxruntime-web's wasm provider (the CPU), loaded in this worker only for a run with an ONNX KL
+ * reference (as the eval worker loads it for an ONNX policy); its wasm ships with the app.
+ */
+async function wasmOrt(): Promise<Ort> {
+  const { browserOrt } = await import('../onnx/browser');
+  return browserOrt('wasm');
 }
 
 let pool: SandboxPool | null = null;
@@ -135,6 +149,9 @@ export async function runInBrowser(o: BrowserRunOptions): Promise<Summary> {
   if (o.storage && storage.kind !== o.storage) {
     throw new Error(`run storage: the page keeps runs in ${o.storage}, but the run's worker can only reach ${storage.kind}`);
   }
+  const store = storage.open(o.run);
+  const named = o.cfg.rl.reference;
+  const refFiles = await runReference(store, named, o.reference);
   const { runtime, note } = o.backend === 'webgpu' ? await openRuntime() : { runtime: null, note: null };
   const backend: RunBackend = runtime ? 'webgpu' : 'cpu';
   drill.runtime = runtime;
@@ -144,7 +161,7 @@ export async function runInBrowser(o: BrowserRunOptions): Promise<Summary> {
       cfg: o.cfg,
       seed: o.seed,
       backend,
-      store: storage.open(o.run),
+      store,
       scorer: s,
       makeBackend: (config, params, optim, optimizer) => drillable(backend, { config, params, optim, optimizer, runtime: runtime ?? undefined }),
       exploreFor: (tok) => exploreHook(tok, o.cfg.explore),
@@ -153,6 +170,7 @@ export async function runInBrowser(o: BrowserRunOptions): Promise<Summary> {
       shouldStop: o.shouldStop,
       gate: o.gate,
       suiteText: o.suiteText,
+      reference: refFiles && named && onnxReference(wasmOrt, { ...refFiles, file: named.name, tokenizerFile: REFERENCE_TOKENIZER_FILE }, `${named.name} (KL reference)`),
     });
   } catch (e) {
     if (!runtime || e instanceof StoppedError) throw e;

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { crc32, crc32Hex } from '../checkpoint/crc32';
+import { REFERENCE_MODEL_FILE, REFERENCE_TOKENIZER_FILE } from './reference';
 import { packRun, unpackRun, type RunFile } from './run-bundle';
 
 const text = (s: string) => new TextEncoder().encode(s);
@@ -42,6 +43,13 @@ describe('run bundle', () => {
     const padded = new Uint8Array(bytes.length + 8);
     padded.set(bytes, 4);
     expect(unpackRun(padded.subarray(4, 4 + bytes.length)).files[4]!.data).toEqual(binary);
+  });
+
+  it('carries the files of a run with an ONNX KL reference (rl/reference.ts) under reference/', () => {
+    const files = [...FILES, { path: REFERENCE_TOKENIZER_FILE, data: text('{"merges":[]}') }, { path: REFERENCE_MODEL_FILE, data: binary.subarray(0, 300) }];
+    const back = unpackRun(packRun(files, { run: 'with-ref' }));
+    expect(back.files.map((f) => f.path).slice(-2)).toEqual(['reference/tokenizer.json', 'reference/model.onnx']);
+    expect(back.files.at(-1)!.data).toEqual(binary.subarray(0, 300));
   });
 
   it('rejects a file that is not a bundle', () => {

@@ -9,6 +9,7 @@
 import type { RlConfig } from './config';
 import type { PipelineEvent, Summary } from './pipeline';
 import type { Metrics } from './ppo-loop';
+import type { ReferenceFiles } from './reference';
 
 export type RunBackend = 'webgpu' | 'cpu';
 export type RunStorageKind = 'opfs' | 'indexeddb';
@@ -27,6 +28,11 @@ export type ToRunWorker =
       storage: RunStorageKind;
       /** the text of the suite file cfg.tasks.suite names, when the page has it (a new run) */
       suiteText?: string;
+      /**
+       * the ONNX model cfg.rl.reference names and its tokenizer, when the page has it imported (a
+       * new run); the worker keeps them in the run directory, which it reads on every later start
+       */
+      reference?: ReferenceFiles;
       /** a Web Lock the worker holds while it lives; the page gets it when the worker has died */
       lifeLock?: string;
     }

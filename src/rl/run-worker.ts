@@ -114,6 +114,7 @@ async function start(m: Extract<ToRunWorker, { type: 'start' }>): Promise<void> 
       backend: m.backend,
       storage: m.storage,
       suiteText: m.suiteText,
+      reference: m.reference,
       onBackend: (backend, note) => post({ type: 'backend', backend, note }),
       onEvent: (event) => post({ type: 'event', event }),
       onMetrics: (stage, metrics) => post({ type: 'metrics', stage, metrics }),

@@ -10,13 +10,15 @@
  *
  * An ONNX model imported in the Checkpoints panel (app/onnx/OnnxImport.tsx) is kept here too
  * (`onnxModels`: its file's bytes, tokenizer text and context length, while the page is open) and
- * is offered like a checkpoint; the worker loads it in onnxruntime-web.
+ * is offered like a checkpoint; the worker loads it in onnxruntime-web. The Experiment setup
+ * offers the same models as a run's KL reference (app/setup/ReferencePicker.tsx).
  */
 import type { StateCreator } from 'zustand';
 import { summarise, type CheckpointInfo } from '../app/checkpoints';
 import { loadCheckpointBrowser } from '../checkpoint/browser';
 import type { FromEvalWorker, EvalReport, OnnxEvalModel, ToEvalWorker } from '../rl/eval-protocol';
 import { settingsProblems, type EvalProgress, type EvalSettings } from '../rl/eval-suite';
+import type { ReferenceRef } from '../rl/reference';
 import type { RunBackend } from '../rl/run-protocol';
 import { runStorage } from '../rl/store-browser';
 import type { LoadIssue, Task } from '../tasks/types';
@@ -71,6 +73,8 @@ export interface OnnxModelEntry {
   /** the context length it was loaded with (given, or from its metadata) */
   contextLength: number;
   vocabSize: number;
+  /** what config.rl.reference records when a run uses it as its KL reference (rl/reference.ts referenceRef) */
+  ref: ReferenceRef;
 }
 
 export interface EvalSlice {

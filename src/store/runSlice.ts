@@ -15,7 +15,9 @@ import { currentRuntime } from './gpuSlice';
 import { RL_PRESETS, resolveConfig, type RlConfig } from '../rl/config';
 import type { Phase } from '../rl/pipeline';
 import type { StoredRun, Summary } from '../rl/run-browser';
+import type { ReferenceRef } from '../rl/reference';
 import type { FromRunWorker, ToRunWorker } from '../rl/run-protocol';
+import { importedReference } from '../app/setup/reference';
 import { runStorage } from '../rl/store-browser';
 import type { PhaseStart } from './eta';
 import type { MetricLine } from '../rl/run-files';
@@ -54,8 +56,14 @@ export interface RunSlice {
     runs: string[];
     /** of a running run: no; pausing (asked, the step in flight finishes); paused (waiting, everything loaded) */
     pause: 'no' | 'pausing' | 'paused';
+    /** the ONNX KL reference of the run in flight or the last one (config.rl.reference); null: the SFT policy */
+    reference: ReferenceRef | null;
   };
-  /** starts (or resumes) the run `name`; refused while one runs or the settings are invalid */
+  /**
+   * starts (or resumes) the run `name`; refused while one runs or the settings are invalid. An ONNX
+   * KL reference the config names is sent along when it is imported in this page (matched by name
+   * and SHA-256); otherwise the worker reads it from the run directory.
+   */
   startRun(preset: string, seed: number, overridesJson: string, name: string, suiteText?: string): Promise<void>;
   stopRun(): void;
   /** a running run waits after the step in flight, keeping its device and models, until resumeRun */
@@ -230,6 +238,7 @@ export const createRunSlice: StateCreator<LabState, [], [], RunSlice> = (set, ge
       stored: null,
       runs: [],
       pause: 'no',
+      reference: null,
     },
 
     async startRun(preset, seed, overridesJson, name, suiteText) {
@@ -241,9 +250,11 @@ export const createRunSlice: StateCreator<LabState, [], [], RunSlice> = (set, ge
         return;
       }
       stopRequested = false;
+      const imported = importedReference(cfg.rl.reference, get().evaluation.onnxModels);
+      const reference = imported ? { bytes: imported.bytes, tokenizerText: imported.tokenizerText } : undefined;
       patch({
         status: 'running', name, backend: null, note: null, phase: null, progress: fill(0), phases: fill<PhaseState>('pending'), started: {},
-        message: 'waiting for the GPU', error: null, summary: null, metrics: [], pause: 'no',
+        message: 'waiting for the GPU', error: null, summary: null, metrics: [], pause: 'no', reference: cfg.rl.reference ?? null,
       });
       try {
         await settledGpu(get);
@@ -254,7 +265,7 @@ export const createRunSlice: StateCreator<LabState, [], [], RunSlice> = (set, ge
         const backend = note ? 'cpu' : 'webgpu';
         patch({ backend, note, message: 'starting the run worker' });
         const { kind: storage } = await runStorage();
-        const last = await runInWorker({ type: 'start', cfg, seed, run: name, backend, storage, suiteText }, (m) => {
+        const last = await runInWorker({ type: 'start', cfg, seed, run: name, backend, storage, suiteText, reference }, (m) => {
           if (m.type === 'event') {
             advance(m.event.phase, m.event.progress, cfg.rm.enabled);
             patch({ message: m.event.message });

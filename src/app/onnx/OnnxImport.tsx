@@ -2,11 +2,13 @@
  * "Import ONNX model": a user's causal LM and its tokenizer file, checked by src/onnx/import.ts
  * (errors inline, naming the file and the problem), loaded in onnxruntime-web and kept in memory
  * while the page is open; a prompt box samples a completion from it, as a policy would. A model
- * that loads is also kept in the store (its files' contents) for the Evaluate panel's pass@k.
+ * that loads is also kept in the store (its files' contents) for the Evaluate panel's pass@k and
+ * the Experiment setup's KL reference.
  */
 import { useEffect, useId, useRef, useState, type FormEvent } from 'react';
 import type { ImportedModel } from '../../onnx/import';
 import type { BrowserEp } from '../../onnx/browser';
+import { referenceRef } from '../../rl/reference';
 import { useLab } from '../../store';
 import { importUserModel, sampleFrom, type Sample } from './actions';
 import { errorText, parseContextLength } from './files';
@@ -44,7 +46,8 @@ export function OnnxImport() {
     try {
       const { bytes, tokenizerText, ...m } = await importUserModel(mf, tf, ep, ctx.value);
       setModel({ m, ep, file: mf.name });
-      addOnnxModel({ name: mf.name, bytes, tokenizerText, contextLength: m.policy.config.contextLength, vocabSize: m.info.vocabSize });
+      const ref = await referenceRef(mf.name, bytes);
+      addOnnxModel({ name: mf.name, bytes, tokenizerText, contextLength: m.policy.config.contextLength, vocabSize: m.info.vocabSize, ref });
     } catch (err) {
       setError(errorText(err));
     } finally {
@@ -117,7 +120,7 @@ function Generate({ model, ep, file }: { model: ImportedModel; ep: BrowserEp; fi
         Loaded {file} on ORT {ep}: vocabulary {info.vocabSize}, context {model.policy.config.contextLength}
         {info.kv ? `, KV cache (${info.kv.layers} layers)` : ', no KV cache'}
         {info.hasValues ? ', value head' : ''}
-        {info.producer ? `; produced by ${info.producer}` : ''}. The Evaluate panel offers it as “ONNX: {file}”.
+        {info.producer ? `; produced by ${info.producer}` : ''}. The Evaluate panel offers it as “ONNX: {file}”, and the Experiment setup as a KL reference.
       </p>
       <form onSubmit={(e) => void run(e)}>
         <label htmlFor={`${id}-p`}>Prompt</label>

@@ -1,6 +1,6 @@
 /**
  * Experiment setup: a preset, a seed, a run name, where the tasks come from (built-in families
- * or a suite file), the settings form and the JSON overrides it edits (validated as `coderl train
+ * or a suite file), the KL reference (the SFT policy or an imported ONNX model), the settings form and the JSON overrides it edits (validated as `coderl train
  * --set` validates them), Start, Pause/Continue and Stop, one progress bar per pipeline phase,
  * and the summary.
  * The run directory of the name is read as the name changes: a finished run shows its stored
@@ -10,6 +10,7 @@
 import { useCallback, useEffect, useId, useMemo, useState, type FormEvent, type KeyboardEvent } from 'react';
 import { RL_PRESETS } from '../../rl/config';
 import type { Summary } from '../../rl/pipeline';
+import { describeReference, type ReferenceRef } from '../../rl/reference';
 import { RUN_BUNDLE_EXT } from '../../rl/run-bundle';
 import { exportRun, importRun } from '../../rl/run-transfer';
 import { checkRunName } from '../../rl/store-browser';
@@ -19,6 +20,7 @@ import { overridesOf, parseSettings, WORK_PHASES, type WorkPhase } from '../../s
 import { downloadBlob } from '../download';
 import { effective } from '../setup/fields';
 import { SettingsForm } from '../setup/SettingsForm';
+import { ReferencePicker } from '../setup/ReferencePicker';
 import { SuitePicker } from '../setup/SuitePicker';
 
 const PRESETS = Object.keys(RL_PRESETS);
@@ -150,6 +152,7 @@ export function ExperimentPanel() {
         </div>
         <div className="exp-wide">
           <SuitePicker preset={preset} overrides={parsedOver} cfg={shown} onOverrides={setOverrides} suiteText={suiteText} onSuiteText={setSuiteText} disabled={busy} />
+          <ReferencePicker preset={preset} overrides={parsedOver} cfg={shown} onOverrides={setOverrides} disabled={busy} />
           <SettingsForm resetKey={formKey} preset={preset} overrides={overrides} onOverrides={setOverrides} configError={settings.error}
             disabled={busy} onDrafts={onDrafts} />
           {drafts > 0 && <p className="field-error" data-testid="exp-drafts">{drafts === 1 ? 'One setting needs' : `${drafts} settings need`} a fix before the run can start.</p>}
@@ -193,7 +196,7 @@ export function ExperimentPanel() {
       )}
       {!busy && <RunTransfer run={here && here.files.length > 0 ? here.run : null} onImported={setName} />}
       <RunProgress />
-      <SummaryView summary={(runName === runDir ? liveSummary : null) ?? here?.summary ?? null} />
+      <SummaryView summary={(runName === runDir ? liveSummary : null) ?? here?.summary ?? null} reference={here?.config ? (here.config.cfg.rl.reference ?? null) : undefined} />
     </div>
   );
 }
@@ -317,6 +320,7 @@ function RunProgress() {
       <p className="exp-status">
         Run “{r.name}”: <strong data-testid="exp-status" data-pause={r.pause}>{r.status === 'running' && r.pause !== 'no' ? r.pause : r.status}</strong>
         {r.backend && <> on the {r.backend} backend</>}
+        {' · '}<ReferenceText reference={r.reference} testId="exp-run-reference" />
       </p>
       {r.note && <p className="alert" data-testid="exp-note">{r.note}</p>}
       <ul className="exp-phases">
@@ -334,7 +338,17 @@ function RunProgress() {
   );
 }
 
-function SummaryView({ summary: s }: { summary: Summary | null }) {
+/** "KL reference: SFT policy", or the ONNX model's file name and short SHA-256 (config.rl.reference). */
+function ReferenceText({ reference, testId }: { reference: ReferenceRef | null; testId: string }) {
+  return (
+    <span data-testid={testId} data-name={reference?.name ?? ''} data-sha256={reference?.sha256 ?? ''}>
+      KL reference: {reference ? `ONNX model ${describeReference(reference)}` : 'SFT policy'}
+    </span>
+  );
+}
+
+/** A run's summary; `reference` is its stored config's KL reference (null: the SFT policy; undefined: its config is not read). */
+function SummaryView({ summary: s, reference }: { summary: Summary | null; reference: ReferenceRef | null | undefined }) {
   if (!s) return null;
   const rows: [string, keyof Summary['sft'] & keyof Summary['rl']][] = [
     ['held-out pass@1', 'heldout_pass1'],
@@ -364,6 +378,7 @@ function SummaryView({ summary: s }: { summary: Summary | null }) {
       </p>
       <p className="hint">
         <span data-testid="exp-minutes" data-value={s.minutes}>{s.minutes.toFixed(1)} minutes</span> · {s.backend} backend · preset {s.preset} · seed {s.seed} · SFT best step {s.sft.best_step} of {s.sft.steps}
+        {reference !== undefined && <> · <ReferenceText reference={reference} testId="exp-summary-reference" /></>}
       </p>
     </div>
   );

@@ -5,29 +5,27 @@ import { GpuRuntime } from '../../gpu/runtime';
 import { createBackend, type BackendKind } from '../../model/backend';
 import { basename } from 'node:path';
 import { mergeConfig, resolveConfig, RlConfigError, RL_PRESETS } from '../../rl/config';
-import { readSuiteSource, sha256Hex, SuiteSourceError } from '../../rl/tasks/from-suite';
+import { readSuiteSource, SuiteSourceError } from '../../rl/tasks/from-suite';
 import { bytesToText } from '../../tasks/bytes';
-import { runPipeline, type PipelineEvent, type Summary } from '../../rl/pipeline';
+import { runPipeline, type PipelineEvent, type PipelineOptions, type Summary } from '../../rl/pipeline';
+import { onnxReference, referenceRef, type ReferenceRef } from '../../rl/reference';
 import { dirStore } from '../../rl/store-node';
 import { createNodePool, defaultPoolSize } from '../../sandbox/pool.node';
 import { intOption, readInput, UsageError, type Command } from '../command';
 import { exploreHook } from '../../rl/explore-hook';
-import type { ModelConfig } from '../../model/config';
-import type { PolicyBackend } from '../../model/backend';
-import type { Tokenizer } from '../../tokenizer';
 import { tokenizerSidecarPath } from '../../onnx/export';
-import { assertSameTokenizer, importOnnxModel } from '../../onnx/import';
 import { loadNodeOrt } from '../../onnx/node';
 
 /**
  * --reference M.onnx: the KL penalty's frozen reference is this ONNX causal LM (run in
  * onnxruntime-web's wasm backend) instead of the SFT policy. The files are read up front; the
- * model is loaded when PPO starts, and must use the run's tokenizer and cover its context.
+ * model is loaded when the pipeline asks (rl/reference.ts, shared with the app), and must use the
+ * run's tokenizer and cover its context.
  */
 async function referenceOption(
   model: string | boolean | undefined,
   tokenizer: string | boolean | undefined,
-): Promise<{ make: (tok: Tokenizer, cfg: ModelConfig) => Promise<PolicyBackend>; ref: { name: string; sha256: string } } | undefined> {
+): Promise<{ make: NonNullable<PipelineOptions['reference']>; ref: ReferenceRef } | undefined> {
   if (model === undefined) {
     if (tokenizer !== undefined) throw new UsageError('coderl train: --reference-tokenizer needs --reference M.onnx');
     return undefined;
@@ -35,19 +33,9 @@ async function referenceOption(
   if (typeof model !== 'string' || !model) throw new UsageError('coderl train: --reference takes an ONNX file');
   const tokPath = typeof tokenizer === 'string' ? tokenizer : tokenizerSidecarPath(model);
   const bytes = await readInput('train', model, '--reference model');
-  const tokText = new TextDecoder().decode(await readInput('train', tokPath, '--reference tokenizer'));
-  const ref = { name: basename(model), sha256: await sha256Hex(bytes) };
-  const make = async (tok: Tokenizer, cfg: ModelConfig): Promise<PolicyBackend> => {
-    const { policy, tokenizer: refTok } = await importOnnxModel(await loadNodeOrt(), bytes, tokText, { file: model, tokenizerFile: tokPath, contextLength: cfg.contextLength });
-    try {
-      assertSameTokenizer(tok, refTok, `${model} (--reference)`);
-    } catch (e) {
-      policy.dispose();
-      throw e;
-    }
-    return policy;
-  };
-  return { make, ref };
+  const tokenizerText = new TextDecoder().decode(await readInput('train', tokPath, '--reference tokenizer'));
+  const make = onnxReference(loadNodeOrt, { bytes, tokenizerText, file: model, tokenizerFile: tokPath }, `${model} (--reference)`);
+  return { make, ref: await referenceRef(model, bytes) };
 }
 
 export function backendOption(cmd: string, v: string | boolean | undefined): BackendKind {

@@ -1,0 +1,59 @@
+/**
+ * Pure helpers of the Experiment setup's KL reference choice (ReferencePicker.tsx): the SFT
+ * policy, or an ONNX model imported in the Checkpoints panel (the store's
+ * evaluation.onnxModels). The choice is config.rl.reference in the overrides, as `coderl train
+ * --reference` records it; the run slice sends the matching model's files to the run worker.
+ */
+import { describeReference, type ReferenceRef } from '../../rl/reference';
+import type { OnnxModelEntry } from '../../store/evalSlice';
+
+/** The select's value for the SFT policy. */
+export const SFT_REFERENCE = 'sft';
+/** The select's value for a reference the config names that this page has not imported. */
+export const STORED_REFERENCE = 'stored';
+
+const onnxValue = (m: OnnxModelEntry): string => `onnx:${m.name}`;
+
+/** The imported model the config's reference names (the same file name and SHA-256), or null. */
+export function importedReference(named: ReferenceRef | undefined, models: readonly OnnxModelEntry[]): OnnxModelEntry | null {
+  if (!named) return null;
+  return models.find((m) => m.ref.name === named.name && m.ref.sha256 === named.sha256) ?? null;
+}
+
+export interface ReferenceChoice {
+  options: { value: string; label: string }[];
+  /** the option the config's reference is */
+  value: string;
+  /** what that option is, in a sentence or two */
+  detail: string;
+}
+
+/** The select's options and current value for the config's reference `named` and the imported models. */
+export function referenceChoice(named: ReferenceRef | undefined, models: readonly OnnxModelEntry[]): ReferenceChoice {
+  const options = [{ value: SFT_REFERENCE, label: 'SFT policy (default)' }, ...models.map((m) => ({ value: onnxValue(m), label: `ONNX: ${m.name}` }))];
+  if (!named) return { options, value: SFT_REFERENCE, detail: 'The frozen SFT checkpoint of the run, as coderl train uses without --reference.' };
+  const m = importedReference(named, models);
+  if (m) {
+    return {
+      options,
+      value: onnxValue(m),
+      detail:
+        `${describeReference(named)}: vocabulary ${m.vocabSize}, context ${m.contextLength}. It runs in onnxruntime-web (wasm) in the run's worker, ` +
+        'must use the run\'s tokenizer (the same preset, seed and tasks, e.g. an export of this run\'s own SFT checkpoint), and is kept in the run directory on Start.',
+    };
+  }
+  return {
+    options: [...options, { value: STORED_REFERENCE, label: `ONNX: ${named.name} (not imported)` }],
+    value: STORED_REFERENCE,
+    detail: `${describeReference(named)} is not imported in this page: a run that kept it in its run directory resumes with it; a new run needs it imported in the Checkpoints panel.`,
+  };
+}
+
+/** config.rl.reference for a select value: undefined for the SFT policy, the model's record for an imported one, `current` for the stored one. */
+export function referenceFor(value: string, models: readonly OnnxModelEntry[], current: ReferenceRef | undefined): ReferenceRef | undefined {
+  if (value === SFT_REFERENCE) return undefined;
+  if (value === STORED_REFERENCE) return current;
+  const m = models.find((x) => onnxValue(x) === value);
+  if (!m) throw new Error(`no imported ONNX model is offered as ${JSON.stringify(value)}`);
+  return m.ref;
+}
