@@ -172,28 +172,61 @@ export function matmulForwardRef(
   K: number,
   N: number,
 ): void {
-  // Four partial sums per dot product: the float64 CPU model's hot loop (the CPU backend trains
-  // with it), and the result differs from a single running sum only by rounding (~1e-16).
-  const K4 = K - (K % 4);
-  for (let m = 0; m < M; m++) {
-    const a = m * K;
-    for (let n = 0; n < N; n++) {
-      const w = n * K;
-      let s0 = 0;
-      let s1 = 0;
-      let s2 = 0;
-      let s3 = 0;
-      let k = 0;
-      for (; k < K4; k += 4) {
-        s0 += inp[a + k]! * weight[w + k]!;
-        s1 += inp[a + k + 1]! * weight[w + k + 1]!;
-        s2 += inp[a + k + 2]! * weight[w + k + 2]!;
-        s3 += inp[a + k + 3]! * weight[w + k + 3]!;
+  // The float64 CPU model's hot loop (the CPU backend trains and samples with it): outputs are
+  // computed in blocks of 4 rows x 2 columns, so each loaded element of inp and weight serves
+  // several products (about 1.9x the speed of one dot product at a time in V8). Each output is
+  // one running sum over k in order; blocking changes which outputs share loads, not the sums.
+  const M4 = M - (M % 4);
+  const N2 = N - (N % 2);
+  let m = 0;
+  for (; m < M4; m += 4) {
+    const a0 = m * K;
+    const a1 = a0 + K;
+    const a2 = a1 + K;
+    const a3 = a2 + K;
+    const o0 = m * N;
+    let n = 0;
+    for (; n < N2; n += 2) {
+      const w0 = n * K;
+      const w1 = w0 + K;
+      let s00 = 0, s01 = 0, s10 = 0, s11 = 0, s20 = 0, s21 = 0, s30 = 0, s31 = 0;
+      for (let k = 0; k < K; k++) {
+        const x0 = weight[w0 + k]!;
+        const x1 = weight[w1 + k]!;
+        const i0 = inp[a0 + k]!;
+        const i1 = inp[a1 + k]!;
+        const i2 = inp[a2 + k]!;
+        const i3 = inp[a3 + k]!;
+        s00 += i0 * x0;
+        s01 += i0 * x1;
+        s10 += i1 * x0;
+        s11 += i1 * x1;
+        s20 += i2 * x0;
+        s21 += i2 * x1;
+        s30 += i3 * x0;
+        s31 += i3 * x1;
       }
-      for (; k < K; k++) s0 += inp[a + k]! * weight[w + k]!;
-      out[m * N + n] = (bias ? bias[n]! : 0) + (s0 + s1 + (s2 + s3));
+      const b0 = bias ? bias[n]! : 0;
+      const b1 = bias ? bias[n + 1]! : 0;
+      out[o0 + n] = b0 + s00;
+      out[o0 + n + 1] = b1 + s01;
+      out[o0 + N + n] = b0 + s10;
+      out[o0 + N + n + 1] = b1 + s11;
+      out[o0 + 2 * N + n] = b0 + s20;
+      out[o0 + 2 * N + n + 1] = b1 + s21;
+      out[o0 + 3 * N + n] = b0 + s30;
+      out[o0 + 3 * N + n + 1] = b1 + s31;
     }
+    for (; n < N; n++) for (let r = 0; r < 4; r++) out[o0 + r * N + n] = dot(inp, a0 + r * K, weight, n * K, K, bias ? bias[n]! : 0);
   }
+  for (; m < M; m++) for (let n = 0; n < N; n++) out[m * N + n] = dot(inp, m * K, weight, n * K, K, bias ? bias[n]! : 0);
+}
+
+/** b0 + sum_k x[a + k] * y[w + k], one running sum in order (the blocked loop's edge rows and columns) */
+function dot(x: ArrayLike<number>, a: number, y: ArrayLike<number>, w: number, K: number, b0: number): number {
+  let s = 0;
+  for (let k = 0; k < K; k++) s += x[a + k]! * y[w + k]!;
+  return b0 + s;
 }
 
 /** float64 reference of the fused variants: out = gelu(pre) (or pre), pre = inp · weight^T + bias. */
@@ -230,8 +263,37 @@ export function matmulBackwardRef(
   K: number,
   N: number,
 ): void {
-  // Rows of dout that are exactly 0 (masked positions of the LM head) are skipped: they add nothing.
-  for (let m = 0; m < M; m++) {
+  // Rows are taken 4 at a time, so each weight element loaded serves 4 rows of dinp and each
+  // dweight element is loaded and stored once per 4 rows (about 1.5-2x the speed of a row at a
+  // time in V8). Entries of dout that are 0 in all 4 rows (masked positions of the LM head) are
+  // skipped: they add nothing.
+  const M4 = M - (M % 4);
+  let m = 0;
+  for (; m < M4; m += 4) {
+    const a0 = m * K;
+    const a1 = a0 + K;
+    const a2 = a1 + K;
+    const a3 = a2 + K;
+    const o = m * N;
+    for (let n = 0; n < N; n++) {
+      const d0 = dout[o + n]!;
+      const d1 = dout[o + N + n]!;
+      const d2 = dout[o + 2 * N + n]!;
+      const d3 = dout[o + 3 * N + n]!;
+      if (d0 === 0 && d1 === 0 && d2 === 0 && d3 === 0) continue;
+      if (dbias) dbias[n]! += d0 + d1 + d2 + d3;
+      const w = n * K;
+      for (let k = 0; k < K; k++) {
+        const x = weight[w + k]!;
+        dinp[a0 + k]! += d0 * x;
+        dinp[a1 + k]! += d1 * x;
+        dinp[a2 + k]! += d2 * x;
+        dinp[a3 + k]! += d3 * x;
+        dweight[w + k]! += d0 * inp[a0 + k]! + d1 * inp[a1 + k]! + d2 * inp[a2 + k]! + d3 * inp[a3 + k]!;
+      }
+    }
+  }
+  for (; m < M; m++) {
     const a = m * K;
     for (let n = 0; n < N; n++) {
       const d = dout[m * N + n]!;

@@ -154,6 +154,9 @@ export function sampleRef(
 
 /** The kept set S in ascending id order: top-k over `allowed` (ascending), then top-p over the top-k set. */
 function keptSet(allowed: number[], s: Float64Array, w: (i: number) => number, topK: number, topP: number): number[] {
+  // no top-k or top-p (the RL presets' sampling): tau is -Infinity, so the sort below would keep
+  // every allowed token; skipping it saves sorting the vocabulary for every sampled token
+  if (!(topK > 0 && topK < allowed.length) && !(topP < 1)) return allowed.filter((i) => s[i]! >= -Infinity);
   const desc = allowed.slice().sort((a, b) => s[b]! - s[a]!);
   const vk = topK > 0 && topK < allowed.length ? s[desc[topK - 1]!]! : -Infinity;
   const inK = desc.filter((i) => s[i]! >= vk);

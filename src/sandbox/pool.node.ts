@@ -4,9 +4,18 @@ import { Worker } from 'node:worker_threads';
 import { nodeWorkerFile } from './node-worker-bundle';
 import { SandboxPool, type PoolOptions, type SpawnWorker } from './pool';
 
-/** Cores minus one, at least 1. */
+/** Cores minus one, at least 1: for scoring while the main thread works too (coderl score's analysis). */
 export function defaultPoolSize(): number {
   return Math.max(1, availableParallelism() - 1);
+}
+
+/**
+ * Every core: for train and eval, whose main thread samples and then waits while the pool runs
+ * the samples' tests, so no core is left for it during scoring (on 2 cores, 2 workers take a
+ * 16 x 8 PPO iteration's scoring from 2.5 to 1.7 s).
+ */
+export function phasedPoolSize(): number {
+  return Math.max(1, availableParallelism());
 }
 
 export function nodeSpawner(file: string): SpawnWorker {

@@ -7,7 +7,7 @@ import { createBackend } from '../../model/backend';
 import { loadModel } from '../../model/checkpoint';
 import { DEFAULT_OPTIM } from '../../model/optim';
 import { EVAL_DEFAULTS, evalSuite, planEval, unfitMessage } from '../../rl/eval-suite';
-import { createNodePool, defaultPoolSize } from '../../sandbox/pool.node';
+import { createNodePool, phasedPoolSize } from '../../sandbox/pool.node';
 import { loadSuite } from '../../tasks/suite';
 import { formatIssue } from '../../tasks/types';
 import { Tokenizer } from '../../tokenizer';
@@ -33,7 +33,7 @@ export const evalCommand: Command = {
     'max-new-tokens': { type: 'string', description: 'completion length limit in tokens (default 48, capped by the context)', value: 'N' },
     seed: { type: 'string', description: 'sampling seed (default 1)', value: 'S' },
     backend: { type: 'string', description: 'cpu or webgpu (default cpu)', value: 'B' },
-    workers: { type: 'string', description: `sandbox workers (default ${defaultPoolSize()})`, value: 'N' },
+    workers: { type: 'string', description: `sandbox workers (default ${phasedPoolSize()})`, value: 'N' },
     out: { type: 'string', description: 'write the scored samples as JSONL here', value: 'R' },
   },
   examples: ['npx coderl eval --suite runs/tiny-1/tasks/heldout.jsonl --checkpoint runs/tiny-1/policy.ckpt --k 1,5,10'],
@@ -52,7 +52,7 @@ export const evalCommand: Command = {
     if (temperature === 0 && samples > 1) throw new UsageError('coderl eval: --temperature 0 (greedy) gives the same sample every time; use --samples 1');
     const seed = intOption('eval', options, 'seed', 0) ?? EVAL_DEFAULTS.seed;
     const backend = backendOption('eval', options.backend);
-    const workers = intOption('eval', options, 'workers', 1) ?? defaultPoolSize();
+    const workers = intOption('eval', options, 'workers', 1) ?? phasedPoolSize();
 
     const bytes = await readInput('eval', ckptPath);
     const snap = loadModel(bytes);

@@ -10,7 +10,7 @@ import { initParams } from '../../model/init';
 import { paramTable } from '../../model/params';
 import { DEFAULT_REWARD } from '../../reward/reward';
 import { evaluate } from '../../rl/evaluate';
-import { createNodePool, defaultPoolSize } from '../../sandbox/pool.node';
+import { createNodePool, phasedPoolSize } from '../../sandbox/pool.node';
 import { loadSuite } from '../../tasks/suite';
 import { formatIssue } from '../../tasks/types';
 import { exportOnnx, tokenizerSidecarPath } from '../../onnx/export';
@@ -70,7 +70,7 @@ export const onnxCommand: Command = {
     temperature: { type: 'string', description: 'eval: sampling temperature (default 1)', value: 'T' },
     'max-new-tokens': { type: 'string', description: 'eval: completion length limit (default 48, capped by the context)', value: 'N' },
     seed: { type: 'string', description: 'parity: model and input seed; eval: sampling seed (default 1)', value: 'S' },
-    workers: { type: 'string', description: `eval: sandbox workers (default ${defaultPoolSize()})`, value: 'N' },
+    workers: { type: 'string', description: `eval: sandbox workers (default ${phasedPoolSize()})`, value: 'N' },
   },
   examples: [
     'npx coderl onnx export --checkpoint runs/tiny-1/policy.ckpt --out policy.onnx',
@@ -160,7 +160,7 @@ async function runEval(options: Options, io: Io): Promise<number> {
   if (!(temperature >= 0 && temperature <= 10)) throw new UsageError(`coderl ${cmd}: --temperature must be a number in [0, 10], got '${String(options.temperature)}'`);
   if (temperature === 0 && samples > 1) throw new UsageError(`coderl ${cmd}: --temperature 0 (greedy) gives the same sample every time; use --samples 1`);
   const seed = intOption(cmd, options, 'seed', 0) ?? 1;
-  const workers = intOption(cmd, options, 'workers', 1) ?? defaultPoolSize();
+  const workers = intOption(cmd, options, 'workers', 1) ?? phasedPoolSize();
   const contextLength = intOption(cmd, options, 'context', 2);
   const tokPath = typeof options.tokenizer === 'string' ? options.tokenizer : tokenizerSidecarPath(options.model);
 

@@ -10,7 +10,7 @@ import { bytesToText } from '../../tasks/bytes';
 import { runPipeline, type PipelineEvent, type PipelineOptions, type Summary } from '../../rl/pipeline';
 import { onnxReference, referenceRef, type ReferenceRef } from '../../rl/reference';
 import { dirStore } from '../../rl/store-node';
-import { createNodePool, defaultPoolSize } from '../../sandbox/pool.node';
+import { createNodePool, phasedPoolSize } from '../../sandbox/pool.node';
 import { intOption, readInput, UsageError, type Command } from '../command';
 import { exploreHook } from '../../rl/explore-hook';
 import { tokenizerSidecarPath } from '../../onnx/export';
@@ -88,7 +88,7 @@ export const trainCommand: Command = {
     backend: { type: 'string', description: 'cpu (float64 reference) or webgpu (default cpu)', value: 'B' },
     set: { type: 'string', description: 'JSON object (or a file holding one) overriding preset fields', value: 'JSON' },
     suite: { type: 'string', description: 'train on the tasks of this suite file (JSONL, .gz too) instead of the built-in families', value: 'FILE' },
-    workers: { type: 'string', description: `sandbox workers (default ${defaultPoolSize()})`, value: 'N' },
+    workers: { type: 'string', description: `sandbox workers (default ${phasedPoolSize()})`, value: 'N' },
     quiet: { type: 'boolean', description: 'print only the summary' },
     reference: { type: 'string', description: 'ONNX model used as the KL reference instead of the SFT policy', value: 'M.onnx' },
     'reference-tokenizer': { type: 'string', description: 'its tokenizer JSON (default: M.tokenizer.json)', value: 'T' },
@@ -125,7 +125,7 @@ export const trainCommand: Command = {
       if (e instanceof RlConfigError || e instanceof SuiteSourceError) throw new UsageError(`coderl train: ${e.message}`);
       throw e;
     }
-    const workers = intOption('train', options, 'workers', 1) ?? defaultPoolSize();
+    const workers = intOption('train', options, 'workers', 1) ?? phasedPoolSize();
     let rt: GpuRuntime | null = null;
     if (backend === 'webgpu') {
       const provider = await nodeProvider();
