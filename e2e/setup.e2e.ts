@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import type { Page } from 'playwright-core';
+import { RL_PRESETS } from '../src/rl/config';
 import { MINI_RUN } from '../src/rl/testing';
 import { buildTaskSet, suiteJsonl } from '../src/rl/tasks';
 import { chromiumSession } from './browser';
@@ -83,8 +84,9 @@ describe('experiment setup', () => {
     await page.getByLabel('Overrides (JSON)').fill('{}');
     await page.getByTestId('exp-section-explore').locator('summary').click();
     await page.getByTestId('exp-field-explore.repair').check();
-    await page.getByTestId('exp-field-rl.algo').selectOption('grpo');
-    expect(await overridesOf(page)).toEqual({ explore: { repair: true }, rl: { algo: 'grpo' } });
+    const otherAlgo = RL_PRESETS.tiny!.rl.algo === 'ppo' ? 'grpo' : 'ppo';
+    await page.getByTestId('exp-field-rl.algo').selectOption(otherAlgo);
+    expect(await overridesOf(page)).toEqual({ explore: { repair: true }, rl: { algo: otherAlgo } });
 
     // (2) the task source: a broken file is refused inline and changes nothing; a good one is the run's tasks
     await page.getByLabel('Overrides (JSON)').fill(JSON.stringify({ ...MINI_RUN, sft: { ...MINI_RUN.sft, maxSteps: 40, evalEvery: 10 } }));
