@@ -2,7 +2,7 @@
  * The staged pipeline end to end on a miniature config (real tasks, real sandbox, real
  * analyzer, the float64 cpu backend): every stage runs, the run directory holds what the issue
  * lists, a rerun resumes instead of redoing, a stopped run continues where it stopped, and the
- * first PPO iteration gives the same numbers on webgpu as on cpu.
+ * first RL iteration gives the same numbers on webgpu as on cpu (PPO, and the tiny preset's GRPO).
  */
 import { afterAll, beforeAll, describe, expect, test, vi } from 'vitest';
 import { createAnalyzer, type Analyzer } from '../analysis';
@@ -16,7 +16,7 @@ import type { SandboxPool } from '../sandbox/pool';
 import { createNodePool } from '../sandbox/pool.node';
 import { testRuntime } from '../testing/gpu';
 import { trainTokenizer } from '../tokenizer';
-import { mergeConfig, resolveConfig, type RlConfig } from './config';
+import { mergeConfig, resolveConfig, RL_PRESETS, type RlConfig } from './config';
 import { MINI_RUN } from './testing';
 import { KlController } from './ppo';
 import { ppoIteration, repairPrompt, type RolloutRecord } from './ppo-loop';
@@ -235,9 +235,13 @@ describe('repair turn', () => {
 });
 
 describe('webgpu', () => {
-  test('the first PPO iteration gives the same numbers on webgpu as on cpu', async () => {
+  const tinyRl = RL_PRESETS.tiny!.rl;
+  test.each([
+    ['PPO with a critic and KL (MINI_RUN)', {}],
+    [`the tiny preset's RL (${tinyRl.algo}, groupStd ${tinyRl.groupStd}, KL ${tinyRl.kl.coef})`, { rl: { algo: tinyRl.algo, groupStd: tinyRl.groupStd, kl: { coef: tinyRl.kl.coef } } }],
+  ])('the first RL iteration gives the same numbers on webgpu as on cpu: %s', async (_name, over) => {
     const rt = await testRuntime();
-    const cfg = miniConfig({ rl: { promptsPerIteration: 4, samplesPerPrompt: 2, maxNewTokens: 10, minibatch: 8, epochs: 1 } });
+    const cfg = miniConfig(mergeConfig({ rl: { promptsPerIteration: 4, samplesPerPrompt: 2, maxNewTokens: 10, minibatch: 8, epochs: 1 } }, over));
     const set = buildTaskSet({ seed: 3, ...cfg.tasks });
     const tok = trainTokenizer([...set.train, ...set.val].map((t) => t.prompt + t.reference), { vocabSize: cfg.model.vocabSize });
     const model = { ...cfg.model, vocabSize: tok.vocabSize };
@@ -256,7 +260,8 @@ describe('webgpu', () => {
     // the same rollouts (identical sampling from the same uniforms) and rewards
     expect(g.out.rollouts.map((r) => r.completion)).toEqual(c.out.rollouts.map((r) => r.completion));
     expect(g.out.rollouts.map((r) => r.score)).toEqual(c.out.rollouts.map((r) => r.score));
-    for (const key of ['env/reward_mean', 'env/pass_rate', 'policy/entropy', 'loss/policy', 'loss/value', 'policy/approxkl', 'val/explained_variance']) {
+    const critic = cfg.rl.algo === 'ppo' ? ['loss/value', 'val/explained_variance'] : []; // GRPO has no value head loss
+    for (const key of ['env/reward_mean', 'env/pass_rate', 'policy/entropy', 'loss/policy', 'policy/approxkl', 'objective/kl', ...critic]) {
       const a = c.out.metrics[key] as number;
       const b = g.out.metrics[key] as number;
       expect(Math.abs(a - b), `${key}: cpu ${a}, webgpu ${b}`).toBeLessThanOrEqual(1e-3 * Math.max(1, Math.abs(a)));
