@@ -171,6 +171,8 @@ const PPO: RlAlgoConfig = {
  * advantages that are not divided by the group's std, no critic, no KL penalty, no
  * reward-model term (the reward model is still trained and reported: on ~20 held-out pairs its
  * accuracy is near chance, so its score added noise), 16 prompts x 8 samples per iteration.
+ * Held-out pass@1 is measured before and after RL only (evalEvery = iterations): a mid-run
+ * evaluation costs 16 s of the 10-minute budget; lower rl.evalEvery to see one.
  */
 const TINY: RlConfig = {
   preset: 'tiny',
@@ -178,7 +180,7 @@ const TINY: RlConfig = {
   tasks: { families: [...FAMILIES], heldoutShare: 0.25, rlShare: 0.25, valShare: 0.1, splitBy: 'concept', noise: 0, noiseBugs: 'any' },
   sft: { lr: 3e-3, batch: 16, maxSteps: 500, evalEvery: 25, patience: 5, weightDecay: 0.01 },
   rm: { ...REWARD_MODEL, weight: 0 },
-  rl: { ...PPO, algo: 'grpo', groupStd: false, kl: { ...PPO.kl, coef: 0 }, iterations: 50, promptsPerIteration: 16, samplesPerPrompt: 8, lr: 3e-4, evalEvery: 25 },
+  rl: { ...PPO, algo: 'grpo', groupStd: false, kl: { ...PPO.kl, coef: 0 }, iterations: 50, promptsPerIteration: 16, samplesPerPrompt: 8, lr: 3e-4, evalEvery: 50 },
   explore: { syntax: false, api: 'off', apiStrength: 2, repair: false },
   reward: { ...DEFAULT_REWARD },
   eval: { samples: 4, temperature: 1, k: [1, 2, 4], maxNewTokens: 24 },
