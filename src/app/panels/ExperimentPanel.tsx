@@ -21,6 +21,7 @@ import { downloadBlob } from '../download';
 import { effective } from '../setup/fields';
 import { SettingsForm } from '../setup/SettingsForm';
 import { ReferencePicker } from '../setup/ReferencePicker';
+import { storedReference } from '../setup/reference';
 import { SuitePicker } from '../setup/SuitePicker';
 
 const PRESETS = Object.keys(RL_PRESETS);
@@ -196,7 +197,7 @@ export function ExperimentPanel() {
       )}
       {!busy && <RunTransfer run={here && here.files.length > 0 ? here.run : null} onImported={setName} />}
       <RunProgress />
-      <SummaryView summary={(runName === runDir ? liveSummary : null) ?? here?.summary ?? null} reference={here?.config ? (here.config.cfg.rl.reference ?? null) : undefined} />
+      <SummaryView summary={(runName === runDir ? liveSummary : null) ?? here?.summary ?? null} reference={here?.config ? storedReference(here.config) : undefined} />
     </div>
   );
 }

@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'vitest';
 import type { OnnxModelEntry } from '../../store/evalSlice';
-import { importedReference, referenceChoice, referenceFor, SFT_REFERENCE, STORED_REFERENCE } from './reference';
+import { importedReference, referenceChoice, referenceFor, SFT_REFERENCE, STORED_REFERENCE, storedReference } from './reference';
 
 const sha = (c: string) => c.repeat(64);
 const model = (name: string, s: string): OnnxModelEntry => ({
@@ -39,5 +39,12 @@ describe('the KL reference choice', () => {
     expect(referenceFor(SFT_REFERENCE, [A, B], A.ref)).toBeUndefined();
     expect(referenceFor('onnx:a.onnx', [A, B], undefined)).toEqual({ name: 'a.onnx', sha256: sha('a') });
     expect(() => referenceFor('onnx:zzz.onnx', [A], undefined)).toThrow(/no imported ONNX model is offered as "onnx:zzz\.onnx"/);
+  });
+
+  test('a stored config is read as it is: missing fields or a malformed reference mean the SFT policy', () => {
+    expect(storedReference({ seed: 1, cfg: { preset: 'tiny', rl: { reference: { name: 'a.onnx', sha256: sha('a') } } } })).toEqual({ name: 'a.onnx', sha256: sha('a') });
+    for (const config of [null, {}, { cfg: { preset: 'tiny' } }, { cfg: { rl: {} } }, { cfg: { rl: { reference: 'a.onnx' } } }, { cfg: { rl: { reference: { name: 1, sha256: 'x' } } } }]) {
+      expect(storedReference(config), JSON.stringify(config)).toBeNull();
+    }
   });
 });

@@ -57,3 +57,15 @@ export function referenceFor(value: string, models: readonly OnnxModelEntry[], c
   if (!m) throw new Error(`no imported ONNX model is offered as ${JSON.stringify(value)}`);
   return m.ref;
 }
+
+/**
+ * The KL reference a stored run's config.json names (null: the SFT policy). The file is read as
+ * it is: an imported run's config may lack any field, or hold a malformed reference, and the
+ * panel must still show the run.
+ */
+export function storedReference(config: unknown): ReferenceRef | null {
+  const r: unknown = (config as { cfg?: { rl?: { reference?: unknown } } } | null)?.cfg?.rl?.reference;
+  if (typeof r !== 'object' || r === null) return null;
+  const { name, sha256 } = r as Record<string, unknown>;
+  return typeof name === 'string' && typeof sha256 === 'string' ? { name, sha256 } : null;
+}
