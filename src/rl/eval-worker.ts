@@ -97,10 +97,11 @@ async function start(m: ToEvalWorker): Promise<void> {
   }
 
   const pool = createBrowserPool({ size: defaultPoolSize() });
+  let done: FromEvalWorker | null = null;
   try {
     const analyzer = await createAnalyzer(browserWasmLoader);
     const r = await evalSuite(policy, tok, m.tasks, m.settings, { pool, analyzer }, { onProgress: (progress) => post({ type: 'progress', progress }) });
-    post({
+    done = {
       type: 'done',
       report: {
         passAtK: r.passAtK,
@@ -113,7 +114,7 @@ async function start(m: ToEvalWorker): Promise<void> {
         backend,
         seconds: (performance.now() - t0) / 1000,
       },
-    });
+    };
   } catch (e) {
     if (!runtime) throw e;
     // a readback can reject before the device's loss is reported: give the report a moment
@@ -126,6 +127,10 @@ async function start(m: ToEvalWorker): Promise<void> {
     pool.close();
     runtime?.dispose();
   }
+  // the result goes out only once the sandbox workers and the GPU device are released: the page
+  // terminates this worker on it, and a worker terminated inside the device's teardown was seen
+  // to linger (never leaving the page's worker list)
+  post(done);
 }
 
 scope.addEventListener('message', (e) => {
