@@ -19,7 +19,7 @@ import { exportOnnx } from '../src/onnx/export';
 import { bigramForSuite } from '../src/onnx/testing';
 import { MINI_RUN } from '../src/rl/testing';
 import { chromiumSession } from './browser';
-import { nodeRun, opfsFiles, readOpfsText } from './run-fixture';
+import { nodeRun, opfsFiles, readOpfsBytes, readOpfsText } from './run-fixture';
 
 const open = chromiumSession();
 const SEED = 4;
@@ -73,22 +73,10 @@ async function runError(page: Page): Promise<string> {
   return (await e.count()) ? ((await e.textContent()) ?? '') : '';
 }
 
-/** The hex SHA-256 of runs/<run>/<path> in OPFS, computed in the page; null when it is missing. */
-function opfsSha256(page: Page, run: string, path: string): Promise<string | null> {
-  return page.evaluate(
-    async ({ run, path }) => {
-      try {
-        let d = await (await (await navigator.storage.getDirectory()).getDirectoryHandle('runs')).getDirectoryHandle(run);
-        const parts = path.split('/');
-        for (const p of parts.slice(0, -1)) d = await d.getDirectoryHandle(p);
-        const bytes = await (await (await d.getFileHandle(parts.at(-1)!)).getFile()).arrayBuffer();
-        return [...new Uint8Array(await crypto.subtle.digest('SHA-256', bytes))].map((b) => b.toString(16).padStart(2, '0')).join('');
-      } catch {
-        return null;
-      }
-    },
-    { run, path },
-  );
+/** The hex SHA-256 of runs/<run>/<path> in OPFS; null when it is missing. */
+async function opfsSha256(page: Page, run: string, path: string): Promise<string | null> {
+  const bytes = await readOpfsBytes(page, run, path);
+  return bytes && createHash('sha256').update(bytes).digest('hex');
 }
 
 describe('an imported ONNX model as the KL reference (Chromium)', () => {

@@ -80,19 +80,26 @@ export function opfsFiles(page: Page, run: string): Promise<string[]> {
   }, run);
 }
 
-/** The text of runs/<run>/<path> in OPFS; null when it is missing. */
-export function readOpfsText(page: Page, run: string, path: string): Promise<string | null> {
-  return page.evaluate(
+/** The bytes of runs/<run>/<path> in OPFS; null when it is missing. */
+export async function readOpfsBytes(page: Page, run: string, path: string): Promise<Uint8Array | null> {
+  const bytes = await page.evaluate(
     async ({ run, path }) => {
       try {
         let d = await (await (await navigator.storage.getDirectory()).getDirectoryHandle('runs')).getDirectoryHandle(run);
         const parts = path.split('/');
         for (const p of parts.slice(0, -1)) d = await d.getDirectoryHandle(p);
-        return await (await (await d.getFileHandle(parts.at(-1)!)).getFile()).text();
+        return [...new Uint8Array(await (await (await d.getFileHandle(parts.at(-1)!)).getFile()).arrayBuffer())];
       } catch {
         return null;
       }
     },
     { run, path },
   );
+  return bytes && Uint8Array.from(bytes);
+}
+
+/** The text of runs/<run>/<path> in OPFS; null when it is missing. */
+export async function readOpfsText(page: Page, run: string, path: string): Promise<string | null> {
+  const bytes = await readOpfsBytes(page, run, path);
+  return bytes && new TextDecoder().decode(bytes);
 }
