@@ -162,8 +162,8 @@ function countingBackend(b: PolicyBackend, onRows: (rows: number) => void): Poli
 function countingPool(pool: SandboxPool, on: { submit(): void; result(taskId: string): void }): SandboxPool {
   const submit = async (job: Parameters<SandboxPool['submit']>[0]): ReturnType<SandboxPool['submit']> => {
     on.submit();
-    const { result } = await pool.submit(job);
-    return { result: result.then((r) => (on.result(job.task.task_id), r)) };
+    const { result, worker } = await pool.submit(job);
+    return { result: result.then((r) => (on.result(job.task.task_id), r)), worker };
   };
   return new Proxy(pool, {
     get(target, prop) {

@@ -5,6 +5,7 @@
 import { parentPort } from 'node:worker_threads';
 import type { ToWorker } from './protocol';
 import type { LoadPyodide } from './python';
+import { sealNodeRequire } from './node-seal';
 import { createWorker } from './worker-core';
 
 const port = parentPort;
@@ -13,7 +14,9 @@ const post = port.postMessage.bind(port); // captured before any job runs
 
 const loadPyodide = (): LoadPyodide => async (config) => {
   const { loadPyodide: load } = await import('pyodide');
-  return (await load(config)) as unknown as Awaited<ReturnType<LoadPyodide>>;
+  const py = (await load(config)) as unknown as Awaited<ReturnType<LoadPyodide>>;
+  sealNodeRequire(); // from here on no module loads in this worker: no child_process, no ws
+  return py;
 };
 
 // the worker reports only through messages; Pyodide's own console chatter (e.g. a write refused

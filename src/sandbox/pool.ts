@@ -45,9 +45,13 @@ export interface PoolStats {
 interface Entry {
   job: RunJob;
   resolve(r: RunResult): void;
+  /** called with the worker's serial number when the job is handed to it */
+  assigned(worker: number): void;
 }
 
 interface Slot {
+  /** 1 for the first worker spawned, 2 for the next, ... (a replacement gets a new number) */
+  serial: number;
   handle: WorkerHandle;
   ready: boolean;
   /** the worker's interrupt word (see WorkerInit.interrupt), where SharedArrayBuffer exists */
@@ -83,14 +87,28 @@ export class SandboxPool {
     for (let i = 0; i < this.size; i++) this.spawn();
   }
 
-  /** Queues a job, waiting while the queue is full; the returned `result` settles when it ran. */
-  async submit(job: RunJob): Promise<{ result: Promise<RunResult> }> {
+  /**
+   * Queues a job, waiting while the queue is full; the returned `result` settles when it ran, and
+   * `worker` with the serial number of the worker that runs it (0 when no worker ever does).
+   */
+  async submit(job: RunJob): Promise<{ result: Promise<RunResult>; worker: Promise<number> }> {
     while (this.queue.length >= this.queueLimit && !this.closed) await new Promise<void>((r) => this.spaceWaiters.push(r));
     if (this.closed) throw new Error('the sandbox pool is closed');
-    if (this.broken) return { result: Promise.resolve(failedRun(job.task.task_id, 'error', this.broken)) };
-    const result = new Promise<RunResult>((resolve) => this.queue.push({ job, resolve }));
+    if (this.broken) return { result: Promise.resolve(failedRun(job.task.task_id, 'error', this.broken)), worker: Promise.resolve(0) };
+    let assigned: (n: number) => void = () => {};
+    const worker = new Promise<number>((r) => (assigned = r));
+    const result = new Promise<RunResult>((resolve) =>
+      this.queue.push({
+        job,
+        resolve: (r) => {
+          assigned(0); // a no-op once assigned
+          resolve(r);
+        },
+        assigned: (n) => assigned(n),
+      }),
+    );
     this.pump();
-    return { result };
+    return { result, worker };
   }
 
   /** submit() and wait for the result. */
@@ -108,7 +126,7 @@ export class SandboxPool {
 
   private spawn(): void {
     if (this.closed) return;
-    const slot: Slot = { handle: undefined as unknown as WorkerHandle, ready: false, dead: false };
+    const slot: Slot = { serial: this.stats.spawned + 1, handle: undefined as unknown as WorkerHandle, ready: false, dead: false };
     slot.handle = this.opts.spawn({
       message: (data) => this.onMessage(slot, data),
       exit: (reason) => this.onExit(slot, reason),
@@ -133,6 +151,7 @@ export class SandboxPool {
       const nonce = newNonce();
       const timer = setTimeout(() => this.kill(slot, `the worker did not start the job within ${this.startupMs} ms`, 'timeout'), this.startupMs);
       slot.active = { id, nonce, entry, tests: [], timer };
+      entry.assigned(slot.serial);
       slot.handle.post({ type: 'run', id, nonce, job: entry.job });
     }
   }

@@ -47,13 +47,19 @@
  * python.ts keeps the worker realm itself from reaching the host, and the pool checks every
  * message's nonce.
  *
+ * The network: socket creation, connect, bind, sends and name look-ups (and urllib, http.client,
+ * ftplib, smtplib...) are refused by the same hook, naming the attempt in a tampering verdict;
+ * underneath, the sockets themselves are gone (no-network.ts).
+ *
+ * Between runs. The snapshot above decides the verdict of the run that made a change; what the
+ * next run sees is decided in python.ts, which puts the whole runtime (WebAssembly memory, file
+ * system, descriptors) back as it was before the first run (fresh-runtime.ts): attributes of
+ * stdlib classes, caches, random and decimal state, modules imported, files written, none of it
+ * reaches the next program.
+ *
  * Not covered. Hand-made code objects (marshal.loads, code.replace) can run malformed bytecode,
- * which can corrupt interpreter memory; importing needs marshal, so it stays. State outside the
- * snapshot survives a run: attributes of stdlib classes, other mutable module-level containers
- * (warnings.filters, caches), random and decimal state, files written to the in-memory file
- * system, modules registered under names not imported yet. With them a program can disturb how
- * later programs in the same worker are graded, not its own result. Honest code that reads frames
- * is refused too: traceback.print_exc, inspect.stack, pdb, doctest.testmod (tampering).
+ * which can corrupt interpreter memory; importing needs marshal, so it stays. Honest code that
+ * reads frames is refused too: traceback.print_exc, inspect.stack, pdb, doctest.testmod (tampering).
  */
 export const PY_HARNESS = String.raw`
 import ast as _ast, builtins as _builtins, gc as _gc, json as _json, sys as _sys, types as _types
@@ -80,6 +86,15 @@ _REFUSED = frozenset(('gc.get_objects', 'gc.get_referrers', 'gc.get_referents', 
                       'sys._current_exceptions', 'sys.settrace', 'sys.setprofile', 'sys.monitoring.register_callback',
                       'sys.addaudithook'))
 _FRAME_ATTRS = frozenset(('tb_frame', 'gi_frame', 'cr_frame', 'ag_frame'))
+# audit events of the network: the sockets themselves are gone (no-network.ts); these name the attempt
+_NETWORK = frozenset(('socket.__new__', 'socket.connect', 'socket.bind', 'socket.sendto', 'socket.sendmsg',
+                      'socket.getaddrinfo', 'socket.gethostbyname', 'socket.gethostbyaddr', 'socket.getnameinfo',
+                      'urllib.Request', 'http.client.connect', 'ftplib.connect', 'smtplib.connect', 'poplib.connect',
+                      'imaplib.open', 'nntplib.connect', 'telnetlib.Telnet.open', 'webbrowser.open'))
+# audit events of starting a process: Emscripten's system() runs a real shell command under Node
+# (node-seal.ts closes that door too); the rest fail in Emscripten, and are refused all the same
+_PROCESS = frozenset(('os.system', 'os.exec', 'os.spawn', 'os.posix_spawn', 'os.fork', 'os.forkpty', 'os.kill',
+                      'os.killpg', 'subprocess.Popen', 'pty.spawn', 'os.startfile'))
 # functions defined here and in the tests report these module names
 _PRIVATE = frozenset((__name__, '__coderl_tests__'))
 
@@ -91,7 +106,7 @@ class _Tamper(Exception):
 
 def _make_guard():
     modname, gc_isenabled, gc_disable, gc_enable = _sys._getframemodulename, _gc.isenabled, _gc.disable, _gc.enable
-    typ, ln, refused, frame_attrs, banned, private = _type, _len, _REFUSED, _FRAME_ATTRS, _BANNED, _PRIVATE
+    typ, ln, refused, frame_attrs, banned, private, network, process = _type, _len, _REFUSED, _FRAME_ATTRS, _BANNED, _PRIVATE, _NETWORK, _PROCESS
     reading = False  # true only while walk() reads tb_frame
     permit = None  # the one code object the harness is about to exec
     tripped = None  # the first refused event since take()
@@ -118,6 +133,14 @@ def _make_guard():
             what = 'import ' + name
         elif event in refused or event[:7] == 'ctypes.':
             what = event
+        elif event in network:
+            if tripped is None:
+                tripped = 'network:' + event
+            raise PermissionError(13, 'sandbox: the network is not reachable (' + event + ')')
+        elif event in process:
+            if tripped is None:
+                tripped = 'process:' + event
+            raise PermissionError(13, 'sandbox: starting a process is not allowed (' + event + ')')
         else:
             return
         if tripped is None:
@@ -342,7 +365,11 @@ def __coderl_run(program, tests, entry):
             _restore(state)
             out['recycle'] = True
         tried = _take()
-        if tried:
+        if tried and tried[:8] == 'network:':
+            out['stop'] = {'verdict': 'tampering', 'message': 'the program tried to reach the network (' + tried[8:] + '); the sandbox has none'}
+        elif tried and tried[:8] == 'process:':
+            out['stop'] = {'verdict': 'tampering', 'message': 'the program tried to run a command on the host (' + tried[8:] + '); the sandbox has no processes'}
+        elif tried:
             out['stop'] = {'verdict': 'tampering', 'message': 'the program tried to inspect the interpreter: ' + tried + ' is not allowed in the sandbox'}
     return _json.dumps(out)
 

@@ -11,6 +11,13 @@
  * and the network globals are deleted. Stdin is closed. Output is counted here and cut at the
  * limit. Test grading and the in-interpreter defences are in python-harness.ts.
  *
+ * No network: Emscripten's socket layer is removed at its root (no-network.ts), so no Python
+ * module, whichever it is, can open a connection; the harness's audit hook also names the attempt
+ * in the verdict. No state between runs: after the interpreter is ready a baseline of its whole
+ * runtime (WebAssembly memory, file system, open descriptors) is taken, and it is put back after
+ * every run (fresh-runtime.ts), so each program starts in the same interpreter, with the same
+ * files, whatever the programs before it did.
+ *
  * Limits. Time: at the deadline the pool stores SIGINT in a word shared with this worker
  * (Pyodide's interrupt buffer), Python raises KeyboardInterrupt and the harness ends the run as
  * a timeout; a program that swallows it is killed at the hard timeout and a new worker loads a
@@ -23,6 +30,8 @@
 import { assemble, describeLocation, siteTests, type Observed, type SiteInfo } from './outcome';
 import type { RunJob } from './protocol';
 import type { RunResult, SourceLocation, TestResult } from './result';
+import { FreshRuntime, type EmscriptenModule } from './fresh-runtime';
+import { removeSockets, type SocketModule } from './no-network';
 import { PY_HARNESS } from './python-harness';
 import { withMemoryCeiling } from './wasm-cap';
 
@@ -35,8 +44,11 @@ export interface PyodideLike {
   setStdin(o: { error: boolean }): void;
   unregisterJsModule(name: string): void;
   setInterruptBuffer(buffer: Int32Array): void;
-  _module?: { HEAPU8?: Uint8Array };
+  _module: EmscriptenModule & SocketModule;
 }
+
+/** A PyProxy the runner lets go of before the baseline is taken. */
+const release = (proxy: unknown): void => (proxy as { destroy?: () => void }).destroy?.();
 
 export type LoadPyodide = (config: { jsglobals: object; stdout?: (s: string) => void; stderr?: (s: string) => void }) => Promise<PyodideLike>;
 
@@ -120,6 +132,9 @@ export class PythonRunner {
     private readonly sitesFn: (tests: string) => string,
   ) {}
 
+  /** the runtime as it was before any program ran; put back after every run */
+  private fresh: FreshRuntime | undefined;
+
   /** the pool's interrupt word: 2 means "deadline passed" (KeyboardInterrupt in Python) */
   private interrupt: Int32Array | undefined;
 
@@ -132,6 +147,8 @@ export class PythonRunner {
     const entry = boot(`${PY_HARNESS}\n${SITES_DEF}`);
     const runFn = entry.get(0) as (p: string, t: string, e: string) => string;
     const sitesFn = entry.get(1) as (t: string) => string;
+    release(entry);
+    release(boot);
     const runner = new PythonRunner(py, runFn, sitesFn);
     const write = (buf: Uint8Array): number => runner.write(buf);
     py.setStdout({ write });
@@ -142,6 +159,8 @@ export class PythonRunner {
       py.setInterruptBuffer(runner.interrupt);
     }
     lockRealm(py);
+    removeSockets(py._module);
+    runner.fresh = FreshRuntime.take(py._module);
     return runner;
   }
 
@@ -180,12 +199,23 @@ export class PythonRunner {
     }
     const o = this.observed(raw, promptNewlines);
     if (this.outputExceeded) o.stop ??= { verdict: 'output-limit', message: `the program printed more than ${limits.outputChars} characters` };
-    const recycle = raw.recycle === true || this.heapBytes() > HEAP_RECYCLE_BYTES;
+    const recycle = !this.restore() || raw.recycle === true || this.heapBytes() > HEAP_RECYCLE_BYTES;
     return { result: assemble(task.task_id, o, this.output, performance.now() - t0), recycle };
   }
 
+  /** Puts the runtime back as it was before any program ran; false when that failed (the worker is then replaced). */
+  private restore(): boolean {
+    try {
+      this.fresh?.restore();
+      return true;
+    } catch {
+      this.dead = true;
+      return false;
+    }
+  }
+
   private heapBytes(): number {
-    return this.py._module?.HEAPU8?.length ?? 0;
+    return this.py._module.HEAPU8.length;
   }
 
   private observed(raw: HarnessOut, promptNewlines: number): Observed {
