@@ -63,6 +63,16 @@ export function pyodideRuntime(): Plugin {
   };
 }
 
+/**
+ * The page and every worker it starts may connect to their own origin only (fetching the app's
+ * files), never elsewhere: sent as a header with every response, since a worker's policy comes
+ * with its own script's response. For the sandbox this is the browser's own network switch, under
+ * the in-worker defences (no sockets, no JavaScript bridge from Python, no network globals).
+ * index.html carries the same policy in a meta tag for hosts that send no header.
+ */
+export const CONTENT_SECURITY_POLICY = "connect-src 'self' data: blob:";
+const securityHeaders = { 'Content-Security-Policy': CONTENT_SECURITY_POLICY };
+
 export default defineConfig({
   plugins: [react(), wgsl(), pyodideRuntime()],
   // Pyodide finds its runtime files relative to its indexURL; pre-bundling it would not change that
@@ -79,8 +89,8 @@ export default defineConfig({
   },
   // worker bundles get only these plugins: the run worker (rl/run-worker.ts) carries the model's shaders
   worker: { format: 'es', plugins: () => [wgsl()] },
-  server: { host: '127.0.0.1', port: 5173 },
-  preview: { host: '127.0.0.1', port: 4173 },
+  server: { host: '127.0.0.1', port: 5173, headers: securityHeaders },
+  preview: { host: '127.0.0.1', port: 4173, headers: securityHeaders },
   test: {
     include: ['src/**/*.test.ts', 'src/**/*.test.tsx', 'bin/**/*.test.ts'],
     environment: 'node',

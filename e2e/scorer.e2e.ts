@@ -1,34 +1,10 @@
 import { describe, expect, test } from 'vitest';
-import type { Page } from 'playwright-core';
 import { chromiumSession } from './browser';
+import { score, statuses, total } from './scorer-fixture';
 
 const open = chromiumSession();
 
 const REFERENCE_TOTAL_MIN = 1;
-
-/** Fills the completion, scores it and waits for the result; returns the verdict and seconds taken. */
-async function score(page: Page, completion: string | null, viaKeyboard = false): Promise<{ verdict: string; seconds: number }> {
-  const editor = page.getByLabel('Completion (follows the prompt)');
-  if (completion !== null) await editor.fill(completion);
-  const button = page.getByTestId('scorer-score');
-  const seq = async (): Promise<number> => Number((await page.getByTestId('scorer-result').count()) ? await page.getByTestId('scorer-result').getAttribute('data-seq') : 0);
-  const before = await seq();
-  const t0 = Date.now();
-  if (viaKeyboard) {
-    await editor.focus();
-    await page.keyboard.press('Control+Enter');
-  } else {
-    await button.click();
-  }
-  await expect.poll(seq, { timeout: 60_000 }).toBe(before + 1);
-  expect(await button.textContent()).toBe('Score');
-  const verdict = ((await page.getByTestId('scorer-verdict').textContent()) ?? '').trim();
-  return { verdict, seconds: (Date.now() - t0) / 1000 };
-}
-
-const total = async (page: Page): Promise<number> => Number(await page.getByTestId('scorer-reward-total').getAttribute('data-value'));
-const statuses = async (page: Page): Promise<string[]> =>
-  page.getByTestId('scorer-tests').locator('tbody tr').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-status') ?? ''));
 
 describe('the scratch scorer in the Reward panel', () => {
   test('scores the reference, failing, tampering, looping and unparsable completions', async () => {

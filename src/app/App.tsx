@@ -1,5 +1,6 @@
 import { useEffect, useState, type ReactNode } from 'react';
 import { useLab } from '../store';
+import { PanelBoundary } from './PanelBoundary';
 import { BenchPanel } from './panels/BenchPanel';
 import { CheckpointPanel } from './panels/CheckpointPanel';
 import { CodePanel } from './panels/CodePanel';
@@ -23,7 +24,8 @@ function readCollapsed(): Set<string> {
 
 /**
  * A titled panel whose heading button folds it away (kept mounted, so a run or an editor in it
- * carries on); which panels are folded is remembered in localStorage.
+ * carries on); which panels are folded is remembered in localStorage. Its body renders inside an
+ * error boundary: a panel that fails shows why, with a Retry, and the rest of the page carries on.
  */
 function Panel({ id, title, children, className }: { id: string; title: string; children: ReactNode; className?: string }) {
   const [open, setOpen] = useState(() => !readCollapsed().has(id));
@@ -47,7 +49,9 @@ function Panel({ id, title, children, className }: { id: string; title: string; 
         </button>
       </h2>
       <div id={`${id}-body`} className="panel-body" hidden={!open}>
-        {children}
+        <PanelBoundary id={id} title={title}>
+          {children}
+        </PanelBoundary>
       </div>
     </section>
   );

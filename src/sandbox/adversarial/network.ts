@@ -1,18 +1,19 @@
 /**
  * Programs that try to reach the network, one route each, against listeners on 127.0.0.1: `tcp`
  * (a plain TCP listener) and `ws` (a WebSocket listener; Emscripten proxies sockets to WebSockets,
- * so that is where a proxied socket would land). Each is a wrong `add` (PY_TASK) or `sortPair`
- * (JS_TASK) that makes its attempt when the tests call it: none may connect, and none may get
- * credit. `verdict` is the verdict the run must end with: `tampering` where the harness sees the
+ * so that is where a proxied socket would land). Each is a wrong body (for PY_TASK and JS_TASK in
+ * Node, the Reward panel's tasks in Chromium) that makes its attempt when the tests call it: none
+ * may connect, and none may get credit. `verdict` is the verdict the run must end with: `tampering` where the harness sees the
  * attempt (Python's audit events), `error` where the route does not even exist in the sandbox
  * (no `js` module, no `fetch`). Starting a process is a route too: under Node, Emscripten's
  * `system()` runs a real shell command (curl, wget).
  */
 import type { Attack } from './corpus';
 
-/** A Python body that makes `attack` (indented code) when called, then returns a wrong sum. */
-const py = (attack: string): string => `${attack.trim().split('\n').map((l) => `    ${l}`).join('\n')}\n    return a - b\n`;
+/** A Python body that makes `attack` (indented code) when called, then returns None (wrong for any task here). */
+const py = (attack: string): string => `${attack.trim().split('\n').map((l) => `    ${l}`).join('\n')}\n    return None\n`;
 
+/** The Python routes; each completion fits any task whose prompt ends with a function's signature and docstring. */
 export function pythonNetworkAttacks(tcp: number, ws: number): Attack[] {
   const url = `http://127.0.0.1:${tcp}/`;
   const threat = 'reaches the network';
@@ -49,7 +50,7 @@ export function pythonNetworkAttacks(tcp: number, ws: number): Attack[] {
   ];
 }
 
-/** A JavaScript `sortPair` body that makes `attack` when called, then returns a wrong pair. */
+/** A JavaScript body that makes `attack` when called, then closes the function returning [] (wrong for sortPair and isPalindrome). */
 const js = (attack: string): string => `  ${attack}\n  return []\n}\n`;
 
 export function jsNetworkAttacks(tcp: number, ws: number): Attack[] {
