@@ -7,6 +7,9 @@
  * listeners see nothing, and the reference completions scored after them still pass. The page is
  * served with its Content-Security-Policy, which the sandbox worker gets too.
  *
+ * State: the state writer (adversarial/state.ts), then a reader that passes only if it finds what
+ * the writer left, in the Reward panel's worker, Python and JavaScript.
+ *
  * Panels: a render fault injected into one panel (coderlPanelFault) shows that panel's message
  * with a Retry while the rest of the page keeps working; Retry restores it.
  */
@@ -14,6 +17,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { tcpListener, wsListener, type Listener } from '../src/sandbox/adversarial/listeners';
 import { jsNetworkAttacks, pythonNetworkAttacks } from '../src/sandbox/adversarial/network';
 import type { Attack } from '../src/sandbox/adversarial/corpus';
+import { JS_STATE_WRITER, PY_STATE_WRITER, jsStateReader, pyStateReader } from '../src/sandbox/adversarial/state';
 import { chromiumSession } from './browser';
 import { score, statuses } from './scorer-fixture';
 
@@ -58,6 +62,26 @@ describe('the Reward panel scores hostile programs without network', () => {
     expect({ tcp: tcp.count(), ws: ws.count() }).toEqual({ tcp: 0, ws: 0 });
     await screenshot('network-after');
     // the browser logs a refused connection (CSP) as a console error: there must be none, since none was tried
+    expect(errors).toEqual([]);
+  });
+});
+
+describe("no state passes between programs in the browser's sandbox", () => {
+  test('a Python and a JavaScript writer, then readers that pass only if they find what was left: they find nothing', async () => {
+    const { page, errors } = await open();
+    await page.getByTestId('panel-reward').waitFor();
+    await page.getByTestId('scorer-language').selectOption('python');
+    expect((await score(page, PY_STATE_WRITER)).verdict).toBe('tampering'); // it patched modules too
+    const right = "(lambda s: s == s[::-1])(''.join(c for c in text.lower() if c.isalnum()))";
+    expect(await score(page, pyStateReader(right))).toMatchObject({ verdict: 'failed' });
+    expect((await statuses(page)).filter((x) => x === 'passed')).toHaveLength(0);
+    expect(await page.getByTestId('scorer-output').textContent()).toBe('[]\n'.repeat(6));
+    await page.getByTestId('scorer-language').selectOption('javascript');
+    expect((await score(page, JS_STATE_WRITER)).verdict).toBe('tampering');
+    expect((await score(page, jsStateReader("text.toLowerCase().replace(/[^a-z0-9]/g, '') === text.toLowerCase().replace(/[^a-z0-9]/g, '').split('').reverse().join('')"))).verdict).toBe('failed');
+    expect((await statuses(page)).filter((x) => x === 'passed')).toHaveLength(0);
+    await page.getByRole('button', { name: 'Reset to reference' }).click();
+    expect((await score(page, null)).verdict).toBe('passed');
     expect(errors).toEqual([]);
   });
 });

@@ -113,6 +113,12 @@ function ScoreView({ r, stale }: { r: ScratchScore; stale: boolean }) {
       </p>
       {r.run.message && <p className="hint" data-testid="scorer-message">{r.run.message}</p>}
       <Tests tests={r.run.tests} />
+      {r.run.output && (
+        <details className="scorer-output">
+          <summary>Output ({r.run.output.length} characters)</summary>
+          <pre data-testid="scorer-output">{r.run.output}</pre>
+        </details>
+      )}
       {r.analysis && <Ast errors={r.analysis.ast.errors} valid={r.analysis.ast.valid} code={r.completion} />}
       {r.analysis && <Lint findings={r.analysis.diagnostics.filter((d) => d.source !== 'ast')} code={r.completion} />}
       {!r.analysis && r.language === 'python' && (
