@@ -13,6 +13,8 @@
  *   or chmod-ed is put back with its bytes, mode and times; the working directory is reset.
  * - **Open file descriptors** (JavaScript objects: files, pipes, sockets): every descriptor not open
  *   in the baseline is closed.
+ * During a run the files may grow by a bounded number of bytes (startRun), since they live in
+ * JavaScript memory that no WebAssembly limit covers.
  * Nothing else of the runtime is reachable from the program: python.ts removes every way from
  * Python to JavaScript, so a JavaScript object the program could change is one of the above.
  *
@@ -58,16 +60,34 @@ export interface EmscriptenFs {
   isLink(mode: number): boolean;
   isChrdev(mode: number): boolean;
   streams: unknown[];
+  write(stream: FsStream, buffer: unknown, offset: number, length: number, position?: number, canOwn?: boolean): number;
+  truncate(path: string | FsNode, len: number): void;
+  ftruncate(fd: number, len: number): void;
+  getStream(fd: number): FsStream | null;
+  lookupNode?: unknown;
+  ErrnoError: new (errno: number) => Error;
   currentPath: string;
   ignorePermissions: boolean;
   nextInode?: number;
+}
+
+/** An open file description, the fields used here. */
+export interface FsStream {
+  node: FsNode;
+  position: number;
+  flags: number;
+  tty?: unknown;
 }
 
 /** The parts of an Emscripten module used here. */
 export interface EmscriptenModule {
   HEAPU8: Uint8Array;
   FS: EmscriptenFs;
+  ERRNO_CODES?: Record<string, number>;
 }
+
+const O_APPEND = 0o2000;
+const ENOSPC_FALLBACK = 51; // Emscripten's numbering
 
 type Kind = 'dir' | 'file' | 'link' | 'dev';
 
@@ -144,6 +164,9 @@ function fileBytes(fs: EmscriptenFs, path: string): Uint8Array {
 }
 
 export class FreshRuntime {
+  /** bytes the files may still grow by in this run (startRun sets it) */
+  private room = Infinity;
+
   private constructor(
     private readonly mod: EmscriptenModule,
     private readonly heap: Uint8Array,
@@ -161,10 +184,55 @@ export class FreshRuntime {
     try {
       const fds = new Set<number>();
       fs.streams.forEach((s, fd) => s && fds.add(fd));
-      return new FreshRuntime(mod, mod.HEAPU8.slice(), walk(fs, true), fds, fs.currentPath, fs.nextInode);
+      const fresh = new FreshRuntime(mod, mod.HEAPU8.slice(), walk(fs, true), fds, fs.currentPath, fs.nextInode);
+      fresh.installQuota();
+      return fresh;
     } finally {
       fs.ignorePermissions = was;
     }
+  }
+
+  /**
+   * Starts a run whose files (and pipe buffers) may grow by at most `bytes` in all: MEMFS keeps
+   * them in JavaScript memory, outside the WebAssembly heap's ceiling, so without this one
+   * `f.seek(1 << 32); f.write(b'x')` or a write loop fills the worker's memory. Past it, writes
+   * and truncations fail with ENOSPC.
+   */
+  startRun(bytes: number): void {
+    this.room = bytes;
+  }
+
+  private installQuota(): void {
+    const fs = this.mod.FS;
+    const enospc = this.mod.ERRNO_CODES?.ENOSPC ?? ENOSPC_FALLBACK;
+    const size = (node: FsNode): number => (fs.isFile(node.mode) ? (node.usedBytes ?? 0) : 0);
+    const take = (grow: number): void => {
+      if (grow <= 0) return;
+      if (grow > this.room) throw new fs.ErrnoError(enospc);
+      this.room -= grow;
+    };
+    const { write, truncate, ftruncate } = fs;
+    fs.write = (stream, buffer, offset, length, position, canOwn) => {
+      if (!stream.tty) {
+        const node = stream.node;
+        if (!fs.isFile(node.mode)) take(length); // a pipe's buffer
+        else {
+          const start = stream.flags & O_APPEND ? size(node) : (position ?? stream.position);
+          take(start + length - size(node));
+        }
+      }
+      return write.call(fs, stream, buffer, offset, length, position, canOwn);
+    };
+    fs.truncate = (path, len) => {
+      const node = typeof path === 'string' ? fs.lookupPath(path, { follow: true }).node : path;
+      take(len - size(node));
+      truncate.call(fs, path, len);
+    };
+    fs.ftruncate = (fd, len) => {
+      const stream = fs.getStream(fd);
+      if (stream) take(len - size(stream.node));
+      ftruncate.call(fs, fd, len);
+    };
   }
 
   /** Bytes held by the baseline copy of the WebAssembly memory. */
@@ -176,6 +244,7 @@ export class FreshRuntime {
   restore(): RestoreReport {
     const fs = this.mod.FS;
     const report: RestoreReport = { closedFds: 0, removed: [], restored: [] };
+    this.room = Infinity; // the restore itself writes
     const was = fs.ignorePermissions;
     fs.ignorePermissions = true; // a program may have chmod-ed a directory to 000
     try {

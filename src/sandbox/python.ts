@@ -187,6 +187,7 @@ export class PythonRunner {
     this.outputExceeded = false;
     this.decoder = new TextDecoder();
     if (this.interrupt) Atomics.store(this.interrupt, 0, 0); // a signal meant for an earlier run
+    this.fresh?.startRun(limits.pythonMemoryBytes); // files count against the run's memory too
     const promptNewlines = (task.prompt.match(/\n/g) ?? []).length;
     let raw: HarnessOut;
     try {

@@ -382,6 +382,11 @@ def _attack(a, b):
     completion: "    return -7\nimport sys, types\n_m = types.ModuleType('math')\n_m.fabs = lambda x: 0\nsys.modules['math'] = _m\n",
     verdict: 'tampering',
   },
+  // files live in JavaScript memory, outside the WebAssembly heap's ceiling: each run's files may grow by its memory limit
+  { name: 'fill the disk', threat: 'fills the file system', completion: "    return -7\nwith open('/tmp/fill', 'wb') as f:\n    for _ in range(8192):\n        f.write(b'x' * (1 << 20))\n", verdict: 'error', timeoutMs: 8000 },
+  { name: 'sparse write at 4 GiB', threat: 'fills the file system', completion: "    return -7\nwith open('/tmp/sparse', 'wb') as f:\n    f.seek(1 << 32)\n    f.write(b'x')\n", verdict: 'error' },
+  { name: 'truncate to 4 GiB', threat: 'fills the file system', completion: "    return -7\nimport os\nopen('/tmp/t', 'wb').close()\nos.truncate('/tmp/t', 1 << 32)\n", verdict: 'error' },
+  { name: 'fill a pipe', threat: 'fills the file system', completion: "    return -7\nimport os\n_r, _w = os.pipe()\nfor _ in range(8192):\n    os.write(_w, b'x' * (1 << 20))\n", verdict: 'error' },
   {
     // the tests do not see the program's names that shadow built-ins: abs is abs again
     name: 'shadow a built-in the tests use',
