@@ -3,17 +3,17 @@
  * (cores - 1, the pool's default) and with as many workers as cores, for HumanEval-X JavaScript (QuickJS) and HumanEval Python (Pyodide) canonical
  * solutions. Each configuration first runs a warm-up pass (engines load, Pyodide included) and
  * is validated (the known pass counts, 161/164 and 164/164) before the timed pass counts.
- * `coderl bench score [--json] [--quick]`; data from $CODERL_DATA or ../shared/data.
+ * `coderl bench score [--json] [--quick]`; data from the repository's data/benchmarks (or $CODERL_DATA).
  */
 import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
-import { join } from 'node:path';
 import { createAnalyzer } from '../src/analysis';
 import { nodeWasmLoader } from '../src/analysis/wasm-node';
 import { computeReward } from '../src/reward/reward';
 import { createNodePool, defaultPoolSize } from '../src/sandbox/pool.node';
 import { DEFAULT_LIMITS } from '../src/sandbox/result';
 import { scoreCompletions } from '../src/sandbox/score';
+import { benchmarkPath } from '../src/tasks/benchmarks';
 import { canonicalCompletions, loadSuite } from '../src/tasks/suite';
 
 export interface ScoreBenchRow {
@@ -44,8 +44,7 @@ const SUITES = [
 ];
 
 async function timeSuite(file: string, name: string, expectPassed: number, workers: number, quick: boolean): Promise<ScoreBenchRow> {
-  const dir = process.env.CODERL_DATA ?? join(process.cwd(), '../shared/data');
-  const tasks = (await loadSuite(new Uint8Array(readFileSync(join(dir, file))), file)).items;
+  const tasks = (await loadSuite(new Uint8Array(readFileSync(benchmarkPath(file))), file)).items;
   const completions = canonicalCompletions(tasks);
   const pool = await createNodePool({ size: workers });
   try {
@@ -75,8 +74,7 @@ export async function benchScore(opts: { quick?: boolean } = {}): Promise<ScoreB
 
 /** Static analysis and reward of the HumanEval-X JS canonical programs: a cold pass, then a cached one. */
 async function benchAnalysis(): Promise<AnalysisBenchRow> {
-  const dir = process.env.CODERL_DATA ?? join(process.cwd(), '../shared/data');
-  const tasks = (await loadSuite(new Uint8Array(readFileSync(join(dir, SUITES[0]!.file))), SUITES[0]!.file)).items;
+  const tasks = (await loadSuite(new Uint8Array(readFileSync(benchmarkPath(SUITES[0]!.file))), SUITES[0]!.file)).items;
   const analyzer = await createAnalyzer(nodeWasmLoader, { cacheSize: 4096 });
   analyzer.analyze('const warm = 1;\n'); // ESLint's and tree-sitter's first-use costs are not per program
   const pass = (): number => {

@@ -5,9 +5,11 @@
  * ends an evaluation; a suite file the user opens (.jsonl.gz and .jsonl) shows its bad line by
  * number, a prompt too long for the context is one row of the table, and on the cpu backend the
  * numbers are exactly those evalSuite (`coderl eval`'s core) gives in Node. A k above n is an
- * inline error that disables Start.
+ * inline error that disables Start. The built-in benchmarks are offered as suites (fetched from the
+ * app's own assets): HumanEval-X JavaScript's first tasks, up to the first whose prompt fits the
+ * fixture model's context, evaluate greedily to exactly what evalSuite gives in Node.
  */
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
@@ -18,10 +20,13 @@ import { nodeWasmLoader } from '../src/analysis/wasm-node';
 import { createBackend } from '../src/model/backend';
 import { loadModel, saveModel } from '../src/model/checkpoint';
 import { DEFAULT_OPTIM } from '../src/model/optim';
-import { evalSuite, type EvalSuiteResult } from '../src/rl/eval-suite';
+import { evalSuite, planEval, type EvalSuiteResult } from '../src/rl/eval-suite';
 import { createNodePool } from '../src/sandbox/pool.node';
 import { passAtK } from '../src/sandbox/score';
-import { parseSuite } from '../src/tasks/suite';
+import { benchmarkPath } from '../src/tasks/benchmarks';
+import { BUILTIN_SUITES, builtinSuite, builtinSuiteLabel } from '../src/tasks/builtin-suites';
+import { loadSuite, parseSuite } from '../src/tasks/suite';
+import type { Task } from '../src/tasks/types';
 import { Tokenizer } from '../src/tokenizer';
 import { chromiumSession, SCREENSHOTS, WORKER_END_MS } from './browser';
 import { nodeRun, writeOpfsRun, type NodeRun } from './run-fixture';
@@ -33,6 +38,9 @@ const SUITE_FILE = 'user-suite.jsonl';
 const USER = { samples: 2, k: [1, 2], temperature: 1, maxNewTokens: 1, seed: 3 };
 /** held-out tasks evaluated (the limit field): the first ones of the split */
 const HELDOUT_LIMIT = 12;
+/** the built-in suite evaluated, greedily: one sample of a few tokens per task that fits */
+const BENCH = builtinSuite('humaneval-x-js')!;
+const BENCH_SETTINGS = { samples: 1, k: [1], temperature: 0, maxNewTokens: 4, seed: 1 };
 
 let run: NodeRun;
 let dir: string;
@@ -40,6 +48,10 @@ let heldoutCount: number;
 let heldoutIds: string[];
 /** evalSuite in Node on the cpu backend: what the page must show for the user suite */
 let reference: EvalSuiteResult;
+/** the task limit that reaches HumanEval-X JavaScript's first task whose prompt fits the model's context */
+let benchLimit: number;
+/** evalSuite in Node on the cpu backend: what the page must show for that many HumanEval-X tasks */
+let benchReference: EvalSuiteResult;
 
 /**
  * Two held-out tasks, a malformed line (line 3), a task whose prompt ends in a line comment (a
@@ -69,7 +81,14 @@ beforeAll(async () => {
   const [pool, analyzer] = await Promise.all([createNodePool({ size: 1 }), createAnalyzer(nodeWasmLoader)]);
   const policy = createBackend('cpu', { config: sft.config, params: sft.params, optim: DEFAULT_OPTIM });
   try {
-    reference = await evalSuite(policy, Tokenizer.fromJSON(sft.tokenizer), parseSuite(text, SUITE_FILE).items, USER, { pool, analyzer });
+    const tok = Tokenizer.fromJSON(sft.tokenizer);
+    reference = await evalSuite(policy, tok, parseSuite(text, SUITE_FILE).items, USER, { pool, analyzer });
+    // HumanEval prompts are mostly longer than the fixture model's context of 96 tokens: evaluate up to the first that fits
+    const bench: Task[] = (await loadSuite(new Uint8Array(readFileSync(benchmarkPath(BENCH.file))), BENCH.file)).items;
+    const first = planEval(tok, sft.config.contextLength, bench, BENCH_SETTINGS.maxNewTokens).fit[0];
+    if (!first) throw new Error(`no prompt of ${BENCH.name} fits the fixture model's context of ${sft.config.contextLength}`);
+    benchLimit = bench.indexOf(first) + 1;
+    benchReference = await evalSuite(policy, tok, bench, { ...BENCH_SETTINGS, limit: benchLimit }, { pool, analyzer });
   } finally {
     policy.dispose();
     pool.close();
@@ -234,6 +253,30 @@ describe('the Evaluate panel in Chromium', () => {
     expect(await page.getByTestId('eval-k').getAttribute('aria-describedby')).toContain(await kError.getAttribute('id'));
     expect(await page.getByTestId('eval-start').isDisabled()).toBe(true);
     await shotPanel('eval-invalid');
+
+    // (6) the built-in benchmarks are suites to choose, with no file to open; HumanEval-X JavaScript evaluates as in Node
+    const suiteSelect = page.getByTestId('eval-suite');
+    const offered = await suiteSelect.locator('optgroup[label="Built-in benchmarks"] option').evaluateAll((os) => os.map((o) => [(o as HTMLOptionElement).value, o.textContent]));
+    expect(offered).toEqual(BUILTIN_SUITES.map((b) => [`builtin:${b.name}`, builtinSuiteLabel(b)]));
+    expect(offered.map(([, label]) => label)).toEqual(['HumanEval-X JavaScript (164 tasks)', 'HumanEval Python (164 tasks)']);
+    for (const b of [...BUILTIN_SUITES].reverse()) { // the one evaluated last
+      await suiteSelect.selectOption(`builtin:${b.name}`);
+      await expect.poll(() => info.textContent(), { timeout: 30_000 }).toBe(`${b.title}: ${b.tasks} valid tasks`);
+      expect(await info.getAttribute('data-tasks')).toBe(String(b.tasks));
+      expect(await suiteSelect.inputValue()).toBe(`builtin:${b.name}`);
+    }
+    expect(await suiteSelect.inputValue()).toBe(`builtin:${BENCH.name}`);
+    await settings(page, { samples: '1', k: '1', temperature: '0', maxNewTokens: String(BENCH_SETTINGS.maxNewTokens), seed: '1', limit: String(benchLimit) });
+    await page.getByTestId('eval-start').click();
+    await finish(page);
+    const bench = await rows(page);
+    console.log(`${BENCH.name}: ${await page.getByTestId('eval-result-info').textContent()}; sampled ${JSON.stringify(bench.filter((r) => !r.unfit))}`);
+    expect(bench.map((r) => [r.task, r.passed, r.total, r.unfit])).toEqual(benchReference.rows.map((r) => [r.task_id, r.passed, r.total, r.unfit]));
+    expect(bench).toHaveLength(benchLimit);
+    expect(bench.filter((r) => !r.unfit).length).toBeGreaterThan(0);
+    expect(await shown(page, 1), 'pass@1 as in Node').toBeCloseTo(benchReference.passAtK['pass@1']!, 12);
+    await shotPanel('eval-builtin');
+    lap(`${BENCH.name} evaluated`);
     expect(errors).toEqual([]);
   }, 600_000);
 });

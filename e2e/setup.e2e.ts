@@ -1,11 +1,12 @@
 /**
  * Experiment setup in Chromium: the settings form edits the JSON overrides field by field with
  * the config validator's messages inline (bad text is kept, Start waits), a whole-config error
- * lands on the field it names; a suite file is checked as it is opened (a bad one is refused
- * inline) and a good one becomes the run's tasks; and a running run pauses (nothing moves, the
+ * lands on the field it names; a built-in benchmark (HumanEval-X JavaScript, HumanEval Python) is
+ * one click, recorded as `coderl train --suite NAME` records it; a suite file is checked as it is
+ * opened (a bad one is refused inline) and a good one becomes the run's tasks; and a running run pauses (nothing moves, the
  * worker keeps everything loaded) and continues to the end.
  */
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
@@ -13,6 +14,10 @@ import type { Page } from 'playwright-core';
 import { RL_PRESETS } from '../src/rl/config';
 import { MINI_RUN } from '../src/rl/testing';
 import { buildTaskSet, suiteJsonl } from '../src/rl/tasks';
+import { readSuiteSource, type SuiteRef } from '../src/rl/tasks/from-suite';
+import { benchmarkPath } from '../src/tasks/benchmarks';
+import { BUILTIN_SUITES, builtinSuiteLabel } from '../src/tasks/builtin-suites';
+import { bytesToText } from '../src/tasks/bytes';
 import { chromiumSession } from './browser';
 import { readOpfsText } from './run-fixture';
 
@@ -91,6 +96,33 @@ describe('experiment setup', () => {
     // (2) the task source: a broken file is refused inline and changes nothing; a good one is the run's tasks
     await page.getByLabel('Overrides (JSON)').fill(JSON.stringify({ ...MINI_RUN, sft: { ...MINI_RUN.sft, maxSteps: 40, evalEvery: 10 } }));
     const before = await overridesOf(page);
+    // a built-in benchmark is one click; the config records its file as `coderl train --suite NAME` does (the same ref)
+    const source = page.getByTestId('exp-suite');
+    const suiteInfo = page.getByTestId('exp-suite-info');
+    for (const b of BUILTIN_SUITES) {
+      const expected: SuiteRef = (await readSuiteSource(await bytesToText(new Uint8Array(await readFile(benchmarkPath(b.file)))), b.file)).ref;
+      const radio = page.getByTestId(`exp-suite-${b.name}`);
+      expect(await radio.locator('xpath=..').textContent()).toBe(` ${builtinSuiteLabel(b)}`);
+      await radio.click();
+      await expect.poll(() => source.getAttribute('data-suite'), { timeout: 30_000 }).toBe(b.name);
+      expect(await source.getAttribute('data-source')).toBe('benchmark');
+      expect(await radio.isChecked()).toBe(true);
+      expect(await suiteInfo.textContent()).toBe(`${b.title} (${b.file}, shipped with the app): ${b.tasks} ${b.language} tasks, split by task into train (those with a solution), RL and held-out; kept in the run directory on Start.`);
+      expect(((await overridesOf(page)).tasks as { suite: SuiteRef }).suite).toEqual(expected);
+      expect(expected).toMatchObject({ name: b.file, tasks: b.tasks });
+    }
+    await screenshot('setup-benchmark');
+    await page.getByTestId('exp-suite-builtin').click();
+    expect(await source.getAttribute('data-source')).toBe('builtin');
+    expect(await overridesOf(page)).toEqual(before);
+    // named in the overrides by hand (as a stored run's settings name it), its text is fetched again
+    const hx = BUILTIN_SUITES[0]!;
+    const hxRef = (await readSuiteSource(await bytesToText(new Uint8Array(await readFile(benchmarkPath(hx.file)))), hx.file)).ref;
+    await page.getByLabel('Overrides (JSON)').fill(JSON.stringify({ ...before, tasks: { ...(before.tasks as object), suite: hxRef } }));
+    expect(await source.getAttribute('data-suite')).toBe(hx.name);
+    await expect.poll(() => suiteInfo.textContent(), { timeout: 30_000 }).toMatch(/; kept in the run directory on Start\.$/);
+    await page.getByLabel('Overrides (JSON)').fill(JSON.stringify(before));
+    expect(await source.getAttribute('data-source')).toBe('builtin');
     await page.getByTestId('exp-suite-file').setInputFiles(bad);
     await expect.poll(() => page.getByTestId('exp-suite-error').textContent().catch(() => ''), { timeout: 10_000 }).toMatch(/^broken\.jsonl: \d+ problems? in the suite: broken\.jsonl:4: /);
     expect(await overridesOf(page)).toEqual(before);

@@ -1,7 +1,7 @@
-/** Test data: HumanEval-X JavaScript from ../shared/data (read in tests, never copied into the app). */
+/** Test data: HumanEval-X JavaScript from the repository's data/benchmarks (read in tests). */
 import { readFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import { gunzipSync } from 'node:zlib';
+import { benchmarkPath } from '../tasks/benchmarks';
 
 export interface HumanEvalTask {
   task_id: string;
@@ -12,7 +12,7 @@ export interface HumanEvalTask {
   example_test: string;
 }
 
-const DATA = fileURLToPath(new URL('../../../shared/data/humaneval-x-js.jsonl.gz', import.meta.url));
+const DATA = benchmarkPath('humaneval-x-js.jsonl.gz');
 
 let tasks: HumanEvalTask[] | null = null;
 

@@ -4,11 +4,12 @@ import { commandHelp, parseCommandArgs, UsageError, type Command, type Io } from
 import { benchCommand } from './commands/bench';
 import { gpuInfoCommand } from './commands/gpu-info';
 import { scoreCommand } from './commands/score';
+import { suitesCommand } from './commands/suites';
 import { trainCommand } from './commands/train';
 import { evalCommand } from './commands/eval';
 import { onnxCommand } from './commands/onnx';
 
-export const COMMANDS: Command[] = [gpuInfoCommand, benchCommand, scoreCommand, trainCommand, evalCommand, onnxCommand];
+export const COMMANDS: Command[] = [gpuInfoCommand, benchCommand, suitesCommand, scoreCommand, trainCommand, evalCommand, onnxCommand];
 
 const VERSION = '0.1.0';
 

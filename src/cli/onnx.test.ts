@@ -64,6 +64,13 @@ describe('coderl onnx', () => {
     expect(await main(['onnx', 'eval', '--model', m, '--suite', suite, '--context', '64', '--k', '1,2', '--workers', '1', '--out', rec], c.io)).toBe(0);
     expect(c.out.join('\n')).toMatch(/pass@1: 0\.5000\npass@2: 0\.5000/);
     expect((await readFile(rec, 'utf8')).trim().split('\n').map((l) => JSON.parse(l).completion)).toEqual(Array(4).fill(' x*2}'));
+    // a built-in suite by name: read and checked against the context (HumanEval-X's prompts are longer than 64 tokens)
+    const b = capture();
+    expect(await main(['onnx', 'eval', '--model', m, '--suite', 'humaneval-x-js', '--context', '64'], b.io)).toBe(2);
+    expect(b.err.join('\n')).toMatch(/^coderl onnx eval: the longest prompt has \d+ tokens, the model's context is 64/);
+    const u = capture();
+    expect(await main(['onnx', 'eval', '--model', m, '--suite', 'humaneval-js', '--context', '64'], u.io)).toBe(2);
+    expect(u.err.join('\n')).toMatch(/^coderl onnx eval: cannot read --suite humaneval-js: ENOENT.*'humaneval-js' is not a built-in suite either \(built-in suites: humaneval-x-js, humaneval-python/);
   });
 
   test('a malformed model is exit 1 naming the file and the problem; bad usage is exit 2', async () => {

@@ -11,7 +11,7 @@ import { JS_ATTACKS, JS_TASK } from './adversarial/corpus';
 import type { SandboxPool } from './pool';
 import { createNodePool } from './pool.node';
 import { DEFAULT_LIMITS, type RunResult } from './result';
-import { SHARED_DATA } from '../tasks/shared-data';
+import { BENCHMARKS_DIR } from '../tasks/benchmarks';
 
 const limits = { ...DEFAULT_LIMITS, timeoutMs: 1000, graceMs: 2000 };
 let pool: SandboxPool;
@@ -21,7 +21,7 @@ let honestTasks: Task[];
 
 beforeAll(async () => {
   pool = await createNodePool({ size: 2 });
-  const suite = (await loadSuite(new Uint8Array(readFileSync(`${SHARED_DATA}/humaneval-x-js.jsonl.gz`)), 'x')).items;
+  const suite = (await loadSuite(new Uint8Array(readFileSync(`${BENCHMARKS_DIR}/humaneval-x-js.jsonl.gz`)), 'x')).items;
   honestTasks = [JS_TASK, ...suite.filter((t, i) => i % 8 === 0 && !['JavaScript/112', 'JavaScript/155', 'JavaScript/162'].includes(t.task_id))];
   const a = await Promise.all(JS_ATTACKS.map(async (x) => (await pool.submit({ task: JS_TASK, completion: x.completion, limits: { ...limits, timeoutMs: x.timeoutMs ?? limits.timeoutMs } })).result));
   const h = await Promise.all(honestTasks.map(async (t) => (await pool.submit({ task: t, completion: t.canonical_solution!, limits: { ...limits, timeoutMs: 5000 } })).result));

@@ -11,7 +11,7 @@ import { JS_TASK, PY_ATTACKS, PY_TASK } from './adversarial/corpus';
 import type { SandboxPool } from './pool';
 import { createNodePool } from './pool.node';
 import { DEFAULT_LIMITS, type RunResult } from './result';
-import { SHARED_DATA } from '../tasks/shared-data';
+import { BENCHMARKS_DIR } from '../tasks/benchmarks';
 
 const limits = { ...DEFAULT_LIMITS, timeoutMs: 2000, graceMs: 2500, pythonMemoryBytes: 48 << 20 };
 let pool: SandboxPool;
@@ -20,7 +20,7 @@ const run = (task: Task, completion: string): Promise<RunResult> => pool.run({ t
 
 beforeAll(async () => {
   pool = await createNodePool({ size: 1 });
-  suite = (await loadSuite(new Uint8Array(readFileSync(`${SHARED_DATA}/humaneval-python.jsonl.gz`)), 'humaneval-python')).items;
+  suite = (await loadSuite(new Uint8Array(readFileSync(`${BENCHMARKS_DIR}/humaneval-python.jsonl.gz`)), 'humaneval-python')).items;
 });
 
 afterAll(() => pool?.close());

@@ -5,7 +5,7 @@ import { loadSuite } from '../tasks/suite';
 import type { Task } from '../tasks/types';
 import { runJavaScript } from './quickjs';
 import { DEFAULT_LIMITS, type RunResult } from './result';
-import { SHARED_DATA } from '../tasks/shared-data';
+import { BENCHMARKS_DIR } from '../tasks/benchmarks';
 
 let mod: QuickJSWASMModule;
 let suite: Task[];
@@ -14,7 +14,7 @@ const run = (task: Task, completion: string, timeoutMs = 2000): RunResult => run
 
 beforeAll(async () => {
   mod = await newQuickJSWASMModule();
-  suite = (await loadSuite(new Uint8Array(readFileSync(`${SHARED_DATA}/humaneval-x-js.jsonl.gz`)), 'humaneval-x-js')).items;
+  suite = (await loadSuite(new Uint8Array(readFileSync(`${BENCHMARKS_DIR}/humaneval-x-js.jsonl.gz`)), 'humaneval-x-js')).items;
 });
 
 describe('HumanEval-X JavaScript, canonical solutions', () => {

@@ -8,9 +8,9 @@ import { gunzipSync } from 'node:zlib';
 import { beforeAll, describe, expect, test } from 'vitest';
 import { main } from '../cli/main';
 import { passAtK, summarize, type ScoreRecord } from './score';
-import { SHARED_DATA } from '../tasks/shared-data';
+import { BENCHMARKS_DIR } from '../tasks/benchmarks';
 
-const DATA = SHARED_DATA;
+const DATA = BENCHMARKS_DIR;
 let dir: string;
 let suitePath: string;
 let completionsPath: string;

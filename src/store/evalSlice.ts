@@ -1,7 +1,8 @@
 /**
  * One evaluation, `coderl eval` in the browser: a policy checkpoint (a stored run's `*.ckpt`, or
- * one of the Checkpoints panel) on a suite (a stored run's split, or a JSONL file the user opens)
- * with pass@k, in a dedicated worker (rl/eval-worker.ts runs rl/eval-suite.ts's evalSuite with a
+ * one of the Checkpoints panel) on a suite (a built-in benchmark such as HumanEval-X JavaScript,
+ * fetched from the app's own assets by store/builtin-suites.ts; a stored run's split; or a JSONL
+ * file the user opens) with pass@k, in a dedicated worker (rl/eval-worker.ts runs rl/eval-suite.ts's evalSuite with a
  * GPU runtime, sandbox pool and analyzer of its own) so the page stays responsive.
  *
  * The page reads the checkpoint's bytes and parses the suite (its load issues are shown before
@@ -21,7 +22,9 @@ import { settingsProblems, type EvalProgress, type EvalSettings } from '../rl/ev
 import type { ReferenceRef } from '../rl/reference';
 import type { RunBackend } from '../rl/run-protocol';
 import { runStorage } from '../rl/store-browser';
+import { builtinSuite } from '../tasks/builtin-suites';
 import type { LoadIssue, Task } from '../tasks/types';
+import { fetchBuiltinSuite } from './builtin-suites';
 import { currentRuntime } from './gpuSlice';
 import type { LabState } from './index';
 
@@ -33,11 +36,11 @@ export type Split = (typeof SPLITS)[number];
 
 /** A checkpoint to evaluate: a file of a stored run, one stored in the Checkpoints panel, or an ONNX model imported there. */
 export type CheckpointRef = { kind: 'run'; run: string; file: string } | { kind: 'stored'; name: string } | { kind: 'onnx'; name: string };
-/** A suite: a split of a stored run, or the file the user opened. */
-export type SuiteRef = { kind: 'run'; run: string; split: Split } | { kind: 'file'; name: string };
+/** A suite: a built-in one (tasks/builtin-suites.ts, by name), a split of a stored run, or the file the user opened. */
+export type SuiteRef = { kind: 'builtin'; name: string } | { kind: 'run'; run: string; split: Split } | { kind: 'file'; name: string };
 
 export const checkpointKey = (r: CheckpointRef): string => (r.kind === 'run' ? `run:${r.run}/${r.file}` : `${r.kind}:${r.name}`);
-export const suiteKey = (r: SuiteRef): string => (r.kind === 'run' ? `run:${r.run}/${r.split}` : `file:${r.name}`);
+export const suiteKey = (r: SuiteRef): string => (r.kind === 'run' ? `run:${r.run}/${r.split}` : `${r.kind}:${r.name}`);
 
 /** A `*.ckpt` of a stored run, as its header describes it. */
 export interface RunCheckpoint {
@@ -58,7 +61,7 @@ export interface StoredRunSources {
 
 export interface LoadedSuite {
   ref: SuiteRef;
-  /** what the UI calls it, e.g. "e2e-run: held-out split" or the file's name */
+  /** what the UI calls it, e.g. "HumanEval-X JavaScript", "e2e-run: held-out split" or the file's name */
   label: string;
   tasks: Task[];
   issues: LoadIssue[];
@@ -105,6 +108,8 @@ export interface EvalSlice {
   addOnnxModel(m: OnnxModelEntry): void;
   /** lists the stored runs' policy checkpoints and splits */
   scanEvalSources(): Promise<void>;
+  /** loads a built-in suite (by name) as the suite */
+  loadBuiltinSuite(name: string): Promise<void>;
   /** loads a split of a stored run as the suite */
   loadRunSuite(run: string, split: Split): Promise<void>;
   /** loads a JSONL (or .jsonl.gz) file as the suite; its bad lines become issues */
@@ -249,11 +254,10 @@ async function readCheckpoint(ref: CheckpointRef, onnxModels: readonly OnnxModel
 export const createEvalSlice: StateCreator<LabState, [], [], EvalSlice> = (set, get) => {
   const patch = (p: Partial<EvalSlice['evaluation']>): void => set((s) => ({ evaluation: { ...s.evaluation, ...p } }));
 
-  /** Parses `bytes` as the suite `ref` (unless a later load has started since). */
-  async function loadSuiteBytes(seq: number, ref: SuiteRef, label: string, read: () => Promise<Uint8Array>): Promise<void> {
+  /** Parses `bytes` as the suite `ref`, read from `file` (unless a later load has started since). */
+  async function loadSuiteBytes(seq: number, ref: SuiteRef, file: string, label: string, read: () => Promise<Uint8Array>): Promise<void> {
     try {
       const { loadSuite } = await import('../tasks/suite');
-      const file = ref.kind === 'file' ? ref.name : `tasks/${ref.split}.jsonl`;
       const { items, issues } = await loadSuite(await read(), file);
       if (seq !== suiteSeq) return;
       const suite: LoadedSuite = { ref, label, tasks: items, issues };
@@ -300,10 +304,20 @@ export const createEvalSlice: StateCreator<LabState, [], [], EvalSlice> = (set, 
       }
     },
 
+    async loadBuiltinSuite(name) {
+      const seq = ++suiteSeq;
+      const s = builtinSuite(name);
+      if (!s) {
+        patch({ suite: null, suiteError: `There is no built-in suite named "${name}".` });
+        return;
+      }
+      await loadSuiteBytes(seq, { kind: 'builtin', name }, s.file, s.title, () => fetchBuiltinSuite(s));
+    },
+
     async loadRunSuite(run, split) {
       const seq = ++suiteSeq;
       const ref: SuiteRef = { kind: 'run', run, split };
-      await loadSuiteBytes(seq, ref, `${run}: ${splitLabel(split)}`, async () => {
+      await loadSuiteBytes(seq, ref, `tasks/${split}.jsonl`, `${run}: ${splitLabel(split)}`, async () => {
         const bytes = await (await runStorage()).open(run).read(`tasks/${split}.jsonl`);
         if (!bytes) throw new Error(`tasks/${split}.jsonl is no longer stored`);
         return bytes;
@@ -312,7 +326,7 @@ export const createEvalSlice: StateCreator<LabState, [], [], EvalSlice> = (set, 
 
     async openSuiteFile(file) {
       const seq = ++suiteSeq;
-      await loadSuiteBytes(seq, { kind: 'file', name: file.name }, `"${file.name}"`, async () => new Uint8Array(await file.arrayBuffer()));
+      await loadSuiteBytes(seq, { kind: 'file', name: file.name }, file.name, `"${file.name}"`, async () => new Uint8Array(await file.arrayBuffer()));
     },
 
     chooseFileSuite() {

@@ -5,9 +5,9 @@ import { bytesToText, gunzip, isGzip } from './bytes';
 import { parseCompletions } from './completions';
 import { canonicalCompletions, jsEntryPoint, loadSuite, parseSuite } from './suite';
 import { formatIssue } from './types';
-import { SHARED_DATA } from './shared-data';
+import { BENCHMARKS_DIR } from './benchmarks';
 
-const DATA = SHARED_DATA;
+const DATA = BENCHMARKS_DIR;
 const bytes = (name: string): Uint8Array => new Uint8Array(readFileSync(`${DATA}/${name}`));
 
 describe('loading suites', () => {

@@ -1,9 +1,10 @@
 /** Test helpers for the tokenizer (Node only: reads files). */
 import { readFileSync } from 'node:fs';
 import { gunzipSync } from 'node:zlib';
+import { benchmarkPath } from '../tasks/benchmarks';
 import type { Rng } from '../util/random';
 
-export const HUMANEVAL_X_JS = new URL('../../../shared/data/humaneval-x-js.jsonl.gz', import.meta.url);
+export const HUMANEVAL_X_JS = benchmarkPath('humaneval-x-js.jsonl.gz');
 
 export interface HumanEvalTask {
   task_id: string;

@@ -1,12 +1,14 @@
 /**
  * Evaluate: `coderl eval` in the browser. A policy checkpoint (any `*.ckpt` of a stored run but
- * the reward model, one of the Checkpoints panel, or an ONNX model imported there) on a suite (a stored run's split, or a
- * JSONL / .jsonl.gz file the user opens, its load issues listed by line), with n samples per task,
+ * the reward model, one of the Checkpoints panel, or an ONNX model imported there) on a suite (a built-in benchmark
+ * such as HumanEval-X JavaScript, shipped with the app; a stored run's split; or a JSONL / .jsonl.gz file the user
+ * opens, its load issues listed by line), with n samples per task,
  * the k list, temperature, max new tokens, seed and an optional task limit. It runs in a worker
  * (store/evalSlice.ts) with progress and Stop; the result is the unbiased pass@k, pass@1 per
  * family and a sortable per-task table.
  */
 import { useEffect, useId, useMemo, useState, type FormEvent } from 'react';
+import { BUILTIN_SUITES, builtinSuiteLabel } from '../../tasks/builtin-suites';
 import { formatIssue } from '../../tasks/types';
 import { useLab } from '../../store';
 import type { CheckpointInfo } from '../checkpoints';
@@ -182,12 +184,14 @@ function SuitePicker({ id, disabled }: { id: string; disabled: boolean }) {
   const suite = useLab((s) => s.evaluation.suite);
   const fileSuite = useLab((s) => s.evaluation.fileSuite);
   const suiteError = useLab((s) => s.evaluation.suiteError);
+  const loadBuiltin = useLab((s) => s.loadBuiltinSuite);
   const loadRunSuite = useLab((s) => s.loadRunSuite);
   const openFile = useLab((s) => s.openSuiteFile);
   const chooseFile = useLab((s) => s.chooseFileSuite);
   const fileId = useId();
   const onChange = (v: string): void => {
     if (v.startsWith('file:')) return chooseFile();
+    if (v.startsWith('builtin:')) return void loadBuiltin(v.slice('builtin:'.length));
     const m = /^run:(.*)\/(\w+)$/.exec(v);
     if (m) void loadRunSuite(m[1]!, m[2] as Split);
   };
@@ -196,6 +200,9 @@ function SuitePicker({ id, disabled }: { id: string; disabled: boolean }) {
     <div>
       <select id={id} value={suite ? suiteKey(suite.ref) : ''} disabled={disabled} onChange={(e) => onChange(e.target.value)} data-testid="eval-suite">
         <option value="">Choose a suite…</option>
+        <optgroup label="Built-in benchmarks">
+          {BUILTIN_SUITES.map((b) => <option key={b.name} value={suiteKey({ kind: 'builtin', name: b.name })}>{builtinSuiteLabel(b)}</option>)}
+        </optgroup>
         {runs.filter((r) => r.splits.length).map((r) => (
           <optgroup key={r.run} label={`Run ${r.run}`}>
             {r.splits.map((s) => <option key={s} value={suiteKey({ kind: 'run', run: r.run, split: s })}>{splitLabel(s)} (tasks/{s}.jsonl)</option>)}

@@ -12,6 +12,7 @@ import { loadSuite } from '../../tasks/suite';
 import { formatIssue } from '../../tasks/types';
 import { Tokenizer } from '../../tokenizer';
 import { intOption, readInput, UsageError, type Command } from '../command';
+import { readSuiteArg, resolveSuiteArg } from '../suite-arg';
 import { backendOption } from './train';
 
 export const evalCommand: Command = {
@@ -22,10 +23,10 @@ export const evalCommand: Command = {
     'Samples N completions per task (default: the largest k) from the checkpoint\'s policy, runs them in',
     'the sandbox pool and prints the unbiased pass@k estimate (Chen et al. 2021) averaged over tasks,',
     'per task family when the suite has them. The checkpoint must carry its tokenizer (coderl train',
-    'writes sft.ckpt and policy.ckpt that way). --out writes one scored record per sample, with its\ncompletion text and why generation stopped.',
+    'writes sft.ckpt and policy.ckpt that way). --out writes one scored record per sample, with its\ncompletion text and why generation stopped. --suite takes a file or a built-in suite\'s name (coderl suites).',
   ].join('\n'),
   options: {
-    suite: { type: 'string', description: 'suite JSONL (plain or .gz)', value: 'S' },
+    suite: { type: 'string', description: 'suite JSONL (plain or .gz), or a built-in suite\'s name', value: 'S' },
     checkpoint: { type: 'string', description: 'model checkpoint with its tokenizer', value: 'C' },
     k: { type: 'string', description: 'comma-separated k values (default 1,5,10)', value: 'K' },
     samples: { type: 'string', description: 'samples per task (default: the largest k)', value: 'N' },
@@ -36,7 +37,10 @@ export const evalCommand: Command = {
     workers: { type: 'string', description: `sandbox workers (default ${phasedPoolSize()})`, value: 'N' },
     out: { type: 'string', description: 'write the scored samples as JSONL here', value: 'R' },
   },
-  examples: ['npx coderl eval --suite runs/tiny-1/tasks/heldout.jsonl --checkpoint runs/tiny-1/policy.ckpt --k 1,5,10'],
+  examples: [
+    'npx coderl eval --suite runs/tiny-1/tasks/heldout.jsonl --checkpoint runs/tiny-1/policy.ckpt --k 1,5,10',
+    'npx coderl eval --suite humaneval-x-js --checkpoint runs/tiny-1/policy.ckpt --k 1 --samples 1 --temperature 0',
+  ],
   async run(options, _positionals, io) {
     const suitePath = options.suite;
     const ckptPath = options.checkpoint;
@@ -53,18 +57,20 @@ export const evalCommand: Command = {
     const seed = intOption('eval', options, 'seed', 0) ?? EVAL_DEFAULTS.seed;
     const backend = backendOption('eval', options.backend);
     const workers = intOption('eval', options, 'workers', 1) ?? phasedPoolSize();
+    // the suite first: a wrong --suite (a name that is no file) is told before the checkpoint is read
+    const suiteArg = resolveSuiteArg(suitePath);
+    const suite = await loadSuite(await readSuiteArg('eval', suiteArg), suiteArg.path);
+    for (const i of suite.issues) io.err(`coderl eval: ${formatIssue(i)}`);
+    if (!suite.items.length) throw new UsageError(`coderl eval: ${suiteArg.label} holds no valid task`);
 
     const bytes = await readInput('eval', ckptPath);
     const snap = loadModel(bytes);
     if (!snap.tokenizer) throw new UsageError(`coderl eval: ${ckptPath} carries no tokenizer; it cannot be sampled from text prompts`);
     const tok = Tokenizer.fromJSON(snap.tokenizer);
-    const suite = await loadSuite(await readInput('eval', suitePath), suitePath);
-    for (const i of suite.issues) io.err(`coderl eval: ${formatIssue(i)}`);
-    if (!suite.items.length) throw new UsageError(`coderl eval: ${suitePath} holds no valid task`);
     const maxNew = intOption('eval', options, 'max-new-tokens', 1) ?? EVAL_DEFAULTS.maxNewTokens;
     const plan = planEval(tok, snap.config.contextLength, suite.items, maxNew);
     for (const u of plan.unfit) io.err(`coderl eval: task ${u.task.task_id}: ${unfitMessage(u, snap.config.contextLength)}; it is left out of pass@k`);
-    if (!plan.fit.length) throw new UsageError(`coderl eval: no prompt of ${suitePath} fits the model's context of ${snap.config.contextLength} tokens`);
+    if (!plan.fit.length) throw new UsageError(`coderl eval: no prompt of ${suiteArg.label} fits the model's context of ${snap.config.contextLength} tokens`);
 
     let rt: GpuRuntime | null = null;
     if (backend === 'webgpu') rt = await GpuRuntime.create(await nodeProvider());
@@ -78,7 +84,7 @@ export const evalCommand: Command = {
         const lines = r.records.map((x, i) => JSON.stringify({ ...x, completion: r.rollouts[i]!.completion, finish: r.rollouts[i]!.finish }));
         await writeFile(options.out, lines.join('\n') + '\n');
       }
-      io.out(`suite: ${suitePath} (${r.tasks} tasks), ${samples} samples per task at temperature ${temperature}, ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+      io.out(`suite: ${suiteArg.label} (${r.tasks} tasks), ${samples} samples per task at temperature ${temperature}, ${((performance.now() - t0) / 1000).toFixed(1)} s`);
       for (const [fam, v] of Object.entries(r.byFamily)) io.out(`  ${fam}: pass@1 ${v.toFixed(4)}`);
       for (const [k, v] of Object.entries(r.passAtK)) io.out(`${k}: ${v.toFixed(4)}`);
       return 0;

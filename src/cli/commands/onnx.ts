@@ -18,6 +18,7 @@ import { importOnnxModel, OnnxImportError } from '../../onnx/import';
 import { loadNodeOrt } from '../../onnx/node';
 import { onnxParity, type ParityReport } from '../../onnx/parity';
 import { intOption, readInput, UsageError, type Command, type Io, type Options } from '../command';
+import { readSuiteArg, resolveSuiteArg } from '../suite-arg';
 
 const SUBCOMMANDS = ['export', 'parity', 'eval'] as const;
 type Sub = (typeof SUBCOMMANDS)[number];
@@ -53,7 +54,8 @@ export const onnxCommand: Command = {
     '  eval    --model M.onnx --suite S [--tokenizer T] [--context N] [eval options]',
     '          pass@k of an imported ONNX causal LM (input_ids -> logits; optional attention_mask,',
     '          position_ids, KV cache, values) on a suite, sampled like `coderl eval`. The tokenizer',
-    '          defaults to M.tokenizer.json; --context is needed unless the model is our export.',
+    '          defaults to M.tokenizer.json; --context is needed unless the model is our export. S is a',
+    '          suite file or a built-in suite\'s name (coderl suites).',
   ].join('\n'),
   options: {
     checkpoint: { type: 'string', description: 'export, parity: model checkpoint', value: 'C' },
@@ -64,7 +66,7 @@ export const onnxCommand: Command = {
     model: { type: 'string', description: 'eval: the ONNX model', value: 'M' },
     tokenizer: { type: 'string', description: 'eval: its tokenizer JSON (default: M.tokenizer.json)', value: 'T' },
     context: { type: 'string', description: 'eval: the model\'s context length (default: from our export metadata)', value: 'N' },
-    suite: { type: 'string', description: 'eval: suite JSONL (plain or .gz)', value: 'S' },
+    suite: { type: 'string', description: 'eval: suite JSONL (plain or .gz), or a built-in suite\'s name', value: 'S' },
     k: { type: 'string', description: 'eval: comma-separated k values (default 1,5,10)', value: 'K' },
     samples: { type: 'string', description: 'eval: samples per task (default: the largest k)', value: 'N' },
     temperature: { type: 'string', description: 'eval: sampling temperature (default 1)', value: 'T' },
@@ -163,6 +165,7 @@ async function runEval(options: Options, io: Io): Promise<number> {
   const workers = intOption(cmd, options, 'workers', 1) ?? phasedPoolSize();
   const contextLength = intOption(cmd, options, 'context', 2);
   const tokPath = typeof options.tokenizer === 'string' ? options.tokenizer : tokenizerSidecarPath(options.model);
+  const suiteArg = resolveSuiteArg(options.suite);
 
   const modelBytes = await readInput(cmd, options.model, 'model');
   const tokText = new TextDecoder().decode(await readInput(cmd, tokPath, 'tokenizer'));
@@ -178,9 +181,9 @@ async function runEval(options: Options, io: Io): Promise<number> {
   }
   const { policy, tokenizer: tok } = imported;
   try {
-    const suite = await loadSuite(await readInput(cmd, options.suite), options.suite);
+    const suite = await loadSuite(await readSuiteArg(cmd, suiteArg), suiteArg.path);
     for (const i of suite.issues) io.err(`coderl ${cmd}: ${formatIssue(i)}`);
-    if (!suite.items.length) throw new UsageError(`coderl ${cmd}: ${options.suite} holds no valid task`);
+    if (!suite.items.length) throw new UsageError(`coderl ${cmd}: ${suiteArg.label} holds no valid task`);
     const longest = Math.max(...suite.items.map((t) => tok.encode(t.prompt).length));
     const room = policy.config.contextLength - longest;
     if (room < 1) throw new UsageError(`coderl ${cmd}: the longest prompt has ${longest} tokens, the model's context is ${policy.config.contextLength}`);
@@ -193,7 +196,7 @@ async function runEval(options: Options, io: Io): Promise<number> {
         const lines = r.records.map((x, i) => JSON.stringify({ ...x, completion: r.rollouts[i]!.completion, finish: r.rollouts[i]!.finish }));
         await writeFile(options.out, lines.join('\n') + '\n');
       }
-      io.out(`model: ${options.model} (onnxruntime-web wasm${imported.info.kv ? ', KV cache' : ''}); suite: ${options.suite} (${r.tasks} tasks), ${samples} samples per task at temperature ${temperature}, ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+      io.out(`model: ${options.model} (onnxruntime-web wasm${imported.info.kv ? ', KV cache' : ''}); suite: ${suiteArg.label} (${r.tasks} tasks), ${samples} samples per task at temperature ${temperature}, ${((performance.now() - t0) / 1000).toFixed(1)} s`);
       for (const [fam, v] of Object.entries(r.byFamily)) io.out(`  ${fam}: pass@1 ${v.toFixed(4)}`);
       for (const [k, v] of Object.entries(r.passAtK)) io.out(`${k}: ${v.toFixed(4)}`);
       return 0;

@@ -10,6 +10,7 @@ import { loadCompletions } from '../../tasks/completions';
 import { canonicalCompletions, loadSuite } from '../../tasks/suite';
 import { formatIssue, type Completion, type LoadIssue } from '../../tasks/types';
 import { intOption, readInput, UsageError, type Command, type Io } from '../command';
+import { readSuiteArg, resolveSuiteArg } from '../suite-arg';
 
 function summaryLines(s: ScoreSummary, records: ScoreRecord[], workers: number): string[] {
   const verdicts = Object.entries(s.verdicts).map(([v, n]) => `${v} ${n}`).join(', ');
@@ -31,7 +32,8 @@ export const scoreCommand: Command = {
   description: [
     'Runs each completion (human-eval JSONL {task_id, completion}; program = prompt + completion) with the',
     'suite\'s tests in the sandbox: JavaScript in QuickJS, Python in Pyodide, on a pool of worker threads.',
-    'Suites are JSONL or .jsonl.gz: the native format, HumanEval-X JavaScript or HumanEval Python as they are.',
+    'Suites are JSONL or .jsonl.gz: the native format, HumanEval-X JavaScript or HumanEval Python as they are;',
+    '--suite also takes a built-in suite\'s name (humaneval-x-js, humaneval-python: see coderl suites).',
     'Writes one JSON object per completion {task_id, index, passed, verdict, tests, duration_ms, ast, lint,',
     'metrics, reward: {total, components: [{name, raw, weight, sign, contribution, detail}]}} to R',
     '(stdout with --out -, the default), then prints a summary with pass@1 (to stderr when the records go to',
@@ -39,7 +41,7 @@ export const scoreCommand: Command = {
     'Exit 0 when scoring ran, 1 when nothing could be scored, 2 on bad usage.',
   ].join('\n'),
   options: {
-    suite: { type: 'string', description: 'task suite (.jsonl or .jsonl.gz)', value: 'FILE' },
+    suite: { type: 'string', description: 'task suite (.jsonl or .jsonl.gz), or a built-in suite\'s name', value: 'FILE|NAME' },
     completions: { type: 'string', description: 'completions to score (.jsonl or .jsonl.gz)', value: 'FILE' },
     canonical: { type: 'boolean', description: 'score the suite\'s canonical solutions instead' },
     workers: { type: 'string', description: `sandbox workers (default: cores - 1 = ${defaultPoolSize()})`, value: 'N' },
@@ -48,12 +50,11 @@ export const scoreCommand: Command = {
     reward: { type: 'string', description: 'reward weights as JSON (a file, or inline {...}); unset fields keep their defaults', value: 'JSON' },
   },
   examples: [
-    'npx coderl score --suite ../shared/data/humaneval-x-js.jsonl.gz --canonical --out /tmp/r.jsonl',
+    'npx coderl score --suite humaneval-x-js --canonical --out /tmp/r.jsonl',
     'npx coderl score --suite tasks.jsonl --completions samples.jsonl --workers 4 --out - | jq .verdict',
   ],
   async run(options, _positionals, io) {
-    const suitePath = options.suite;
-    if (typeof suitePath !== 'string') throw new UsageError('coderl score: --suite is required');
+    if (typeof options.suite !== 'string') throw new UsageError('coderl score: --suite is required');
     const completionsPath = options.completions;
     if ((typeof completionsPath === 'string') === (options.canonical === true)) throw new UsageError('coderl score: give exactly one of --completions and --canonical');
     const workers = intOption('score', options, 'workers', 1) ?? defaultPoolSize();
@@ -62,7 +63,8 @@ export const scoreCommand: Command = {
     const reward = await rewardOption(options.reward);
     const info: (t: string) => void = out === '-' ? (t) => io.err(t) : (t) => io.out(t);
 
-    const suite = await loadSuite(await readInput('score', suitePath), suitePath);
+    const suiteArg = resolveSuiteArg(options.suite);
+    const suite = await loadSuite(await readSuiteArg('score', suiteArg), suiteArg.path);
     const issues: LoadIssue[] = [...suite.issues];
     let completions: Completion[];
     if (typeof completionsPath === 'string') {
@@ -78,7 +80,7 @@ export const scoreCommand: Command = {
       return 1;
     }
     const languages = [...new Set(suite.items.map((t) => t.language))].join(', ');
-    info(`suite: ${suitePath} (${suite.items.length} tasks, ${languages}); completions: ${completionsPath ?? 'canonical solutions'} (${completions.length})`);
+    info(`suite: ${suiteArg.label} (${suite.items.length} tasks, ${languages}); completions: ${completionsPath ?? 'canonical solutions'} (${completions.length})`);
     return scoreAndReport(io, { suite: suite.items, completions, workers, timeoutMs, out, info, reward });
   },
 };

@@ -5,13 +5,14 @@ import { GpuRuntime } from '../../gpu/runtime';
 import { createBackend, type BackendKind } from '../../model/backend';
 import { basename } from 'node:path';
 import { mergeConfig, resolveConfig, RlConfigError, RL_PRESETS } from '../../rl/config';
-import { readSuiteSource, SuiteSourceError } from '../../rl/tasks/from-suite';
+import { readSuiteSource, SuiteSourceError, type SuiteRef } from '../../rl/tasks/from-suite';
 import { bytesToText } from '../../tasks/bytes';
 import { runPipeline, type PipelineEvent, type PipelineOptions, type Summary } from '../../rl/pipeline';
 import { onnxReference, referenceRef, type ReferenceRef } from '../../rl/reference';
 import { dirStore } from '../../rl/store-node';
 import { createNodePool, phasedPoolSize } from '../../sandbox/pool.node';
 import { intOption, readInput, UsageError, type Command } from '../command';
+import { readSuiteArg, resolveSuiteArg } from '../suite-arg';
 import { exploreHook } from '../../rl/explore-hook';
 import { tokenizerSidecarPath } from '../../onnx/export';
 import { loadNodeOrt } from '../../onnx/node';
@@ -36,6 +37,20 @@ async function referenceOption(
   const tokenizerText = new TextDecoder().decode(await readInput('train', tokPath, '--reference tokenizer'));
   const make = onnxReference(loadNodeOrt, { bytes, tokenizerText, file: model, tokenizerFile: tokPath }, `${model} (--reference)`);
   return { make, ref: await referenceRef(model, bytes) };
+}
+
+/**
+ * --suite S: a suite file or a built-in suite's name, read and checked as a run's task source
+ * (every load issue, too few tasks or no solutions is an error). config.tasks.suite records the
+ * file's name, size and SHA-256; a built-in suite is recorded as its file is, so naming it either
+ * way resumes the same run, and a changed file is refused on resume.
+ */
+export async function suiteOption(v: string | boolean | undefined): Promise<{ text: string; ref: SuiteRef } | undefined> {
+  if (typeof v !== 'string') return undefined;
+  const suite = resolveSuiteArg(v);
+  const text = await bytesToText(await readSuiteArg('train', suite));
+  const { ref } = await readSuiteSource(text, basename(suite.path));
+  return { text, ref };
 }
 
 export function backendOption(cmd: string, v: string | boolean | undefined): BackendKind {
@@ -68,7 +83,7 @@ function summaryLines(s: Summary): string[] {
 export const trainCommand: Command = {
   name: 'train',
   summary: 'run the staged pipeline (SFT, reward model, PPO/GRPO) headless',
-  usage: 'coderl train --preset P --seed S --out DIR [--backend cpu|webgpu] [--set JSON|FILE] [--suite FILE] [--reference M.onnx [--reference-tokenizer T]]',
+  usage: 'coderl train --preset P --seed S --out DIR [--backend cpu|webgpu] [--set JSON|FILE] [--suite FILE|NAME] [--reference M.onnx [--reference-tokenizer T]]',
   description: [
     'Builds the seeded task families (train / val / rl / heldout splits), trains a tokenizer, then runs',
     'SFT with early stopping, the reward model and PPO (or GRPO), and evaluates held-out pass@1 before',
@@ -80,6 +95,8 @@ export const trainCommand: Command = {
     '--reference M.onnx makes an ONNX causal LM (our export or any model `coderl onnx eval` takes),',
     'run in onnxruntime-web (wasm), the frozen reference of the KL penalty instead of the SFT policy;',
     'its tokenizer (M.tokenizer.json, or --reference-tokenizer) must be the run\'s.',
+    '--suite trains on a suite file\'s tasks, or a built-in suite\'s (coderl suites), split by task;',
+    'config.tasks.suite records the file\'s name, size and SHA-256 and DIR keeps its text.',
   ].join('\n'),
   options: {
     preset: { type: 'string', description: `preset (${Object.keys(RL_PRESETS).join(', ')}); default tiny`, value: 'P' },
@@ -87,7 +104,7 @@ export const trainCommand: Command = {
     out: { type: 'string', description: 'run directory (created; an existing run there is resumed)', value: 'DIR' },
     backend: { type: 'string', description: 'cpu (float64 reference) or webgpu (default cpu)', value: 'B' },
     set: { type: 'string', description: 'JSON object (or a file holding one) overriding preset fields', value: 'JSON' },
-    suite: { type: 'string', description: 'train on the tasks of this suite file (JSONL, .gz too) instead of the built-in families', value: 'FILE' },
+    suite: { type: 'string', description: 'train on the tasks of this suite file (JSONL, .gz too) or built-in suite instead of the built-in families', value: 'FILE|NAME' },
     workers: { type: 'string', description: `sandbox workers (default ${phasedPoolSize()})`, value: 'N' },
     quiet: { type: 'boolean', description: 'print only the summary' },
     reference: { type: 'string', description: 'ONNX model used as the KL reference instead of the SFT policy', value: 'M.onnx' },
@@ -98,6 +115,7 @@ export const trainCommand: Command = {
     'npx coderl train --preset tiny --seed 1 --out runs/grpo-1 --set \'{"rl":{"algo":"grpo"}}\'',
     'npx coderl train --preset tiny --seed 1 --out runs/gpu-1 --backend webgpu',
     'npx coderl train --preset tiny --seed 1 --out runs/mine-1 --suite my-tasks.jsonl',
+    'npx coderl train --preset tiny --seed 1 --out runs/hx-1 --suite humaneval-x-js',
     'npx coderl train --preset tiny --seed 1 --out runs/ref-1 --reference sft.onnx',
   ],
   async run(options, _positionals, io) {
@@ -113,11 +131,10 @@ export const trainCommand: Command = {
     try {
       let over = await overridesOption(options.set);
       if (reference) over = mergeConfig(over, { rl: { reference: reference.ref } });
-      if (typeof options.suite === 'string') {
-        const name = basename(options.suite);
-        suiteText = await bytesToText(await readInput('train', options.suite, '--suite file'));
-        const { ref } = await readSuiteSource(suiteText, name);
-        cfg = resolveConfig(preset, mergeConfig(over, { tasks: { suite: ref } }));
+      const suite = await suiteOption(options.suite);
+      if (suite) {
+        suiteText = suite.text;
+        cfg = resolveConfig(preset, mergeConfig(over, { tasks: { suite: suite.ref } }));
       } else {
         cfg = resolveConfig(preset, over);
       }
