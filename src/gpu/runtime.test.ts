@@ -212,4 +212,16 @@ describe('device loss', () => {
     expect((await runSelfCheck(rt)).ok).toBe(true);
     rt.dispose();
   });
+
+  test('release() waits for submitted work, destroys the device and resolves once it is gone', async () => {
+    const rt = await freshRuntime();
+    const dev = rt.device;
+    expect((await runSelfCheck(rt)).ok).toBe(true);
+    let gone: string | null = null;
+    void dev.lost.then((info) => (gone = String(info.reason)));
+    await rt.release();
+    expect(rt.state).toBe('disposed');
+    expect(gone).toBe('destroyed');
+    await rt.release(); // a second call is a no-op
+  });
 });

@@ -241,6 +241,21 @@ export class GpuRuntime {
     this.dev.destroy();
   }
 
+  /**
+   * dispose(), in order and awaited: waits for the work submitted so far to finish, destroys the
+   * device, and waits until the device reports it is gone (each wait bounded by `timeoutMs`). A
+   * worker that is terminated after it gives its result calls this first: a worker terminated
+   * while its device was still tearing down was seen to linger in the page's worker list.
+   */
+  async release(timeoutMs = 5000): Promise<void> {
+    if (this.state === 'disposed') return;
+    const dev = this.dev;
+    const bounded = (p: Promise<unknown>): Promise<unknown> => Promise.race([p.catch(() => undefined), new Promise((r) => setTimeout(r, timeoutMs))]);
+    if (this.state === 'ready') await bounded(dev.queue.onSubmittedWorkDone());
+    this.dispose();
+    await bounded(dev.lost);
+  }
+
   dispose(): void {
     if (this.state === 'disposed') return;
     this.disposing = true;

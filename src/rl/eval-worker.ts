@@ -27,6 +27,7 @@ import type { RunBackend } from './run-protocol';
 
 interface WorkerScope {
   postMessage(message: FromEvalWorker): void;
+  close(): void;
   addEventListener(type: 'message', listener: (e: MessageEvent<ToEvalWorker>) => void): void;
   addEventListener(type: 'error', listener: (e: ErrorEvent) => void): void;
   addEventListener(type: 'unhandledrejection', listener: (e: PromiseRejectionEvent) => void): void;
@@ -41,6 +42,10 @@ function post(m: FromEvalWorker): void {
   if (ended) return;
   if (m.type === 'done' || m.type === 'error') ended = true;
   scope.postMessage(m);
+  // after the last message the worker ends itself (the message still arrives): a clean close, where
+  // the page's terminate() is only the backstop (a terminated worker was seen to linger in the
+  // page's worker list)
+  if (ended) scope.close();
 }
 
 /** A programming error rather than a failure the code reports on purpose: where it was thrown helps. */
@@ -125,11 +130,11 @@ async function start(m: ToEvalWorker): Promise<void> {
   } finally {
     policy.dispose();
     pool.close();
-    runtime?.dispose();
+    await runtime?.release();
   }
-  // the result goes out only once the sandbox workers and the GPU device are released: the page
-  // terminates this worker on it, and a worker terminated inside the device's teardown was seen
-  // to linger (never leaving the page's worker list)
+  // the result goes out only once the sandbox workers and the GPU device are released (the device
+  // reported gone, not only asked to go): the page terminates this worker on it, and a worker
+  // terminated inside the device's teardown was seen to linger (never leaving the page's worker list)
   post(done);
 }
 

@@ -186,7 +186,7 @@ export async function runInBrowser(o: BrowserRunOptions): Promise<Summary> {
   } finally {
     drill.runtime = null;
     drill.backends.clear();
-    runtime?.dispose();
+    await runtime?.release(); // the device is gone before the worker reports its end (eval-worker.ts says why)
   }
 }
 

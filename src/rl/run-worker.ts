@@ -12,6 +12,7 @@
 import type { FromRunWorker, RunStorageKind, ToRunWorker } from './run-protocol';
 
 interface WorkerScope {
+  close(): void;
   postMessage(message: FromRunWorker): void;
   addEventListener(type: 'message', listener: (e: MessageEvent<ToRunWorker>) => void): void;
   addEventListener(type: 'error', listener: (e: ErrorEvent) => void): void;
@@ -44,6 +45,9 @@ function post(m: FromRunWorker): void {
   if (ended) return;
   if (m.type === 'done' || m.type === 'stopped' || m.type === 'error') ended = true;
   scope.postMessage(m);
+  // after the last message the worker ends itself (the message still arrives); the page's
+  // terminate() is the backstop (eval-worker.ts: a terminated worker was seen to linger)
+  if (ended) scope.close();
 }
 
 /** A programming error rather than a failure the code reports on purpose: where it was thrown helps. */

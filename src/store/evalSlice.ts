@@ -181,22 +181,31 @@ let suiteSeq = 0;
 type LastMessage = Extract<FromEvalWorker, { type: 'done' | 'error' }> | { type: 'stopped' };
 type ProgressMessage = Exclude<FromEvalWorker, { type: 'done' | 'error' }>;
 
-/** Runs `start` in a fresh eval worker, handing its progress to `on`; resolves with its last message and terminates it. */
+/** How long a worker that sent its last message has to close itself before it is terminated, ms. */
+const SELF_CLOSE_MS = 5000;
+
+/**
+ * Runs `start` in a fresh eval worker, handing its progress to `on`; resolves with its last
+ * message. A worker that sent its last message closes itself (terminated after SELF_CLOSE_MS if it
+ * has not); Stop, an error event or an unreadable message terminate it at once.
+ */
 function evalInWorker(start: ToEvalWorker, on: (m: ProgressMessage) => void): Promise<LastMessage> {
   return new Promise((resolve) => {
     const w = new Worker(new URL('../rl/eval-worker.ts', import.meta.url), { type: 'module', name: 'coderl eval' });
     let over = false;
-    const end = (m: LastMessage): void => {
+    /** `closing`: the worker sent this as its last message and is closing itself */
+    const end = (m: LastMessage, closing = false): void => {
       if (over) return;
       over = true;
-      w.terminate();
+      if (closing) setTimeout(() => w.terminate(), SELF_CLOSE_MS);
+      else w.terminate();
       if (live?.worker === w) live = null;
       resolve(m);
     };
     w.addEventListener('message', (e: MessageEvent<FromEvalWorker>) => {
       const m = e.data;
       if (over) return;
-      if (m.type === 'done' || m.type === 'error') end(m);
+      if (m.type === 'done' || m.type === 'error') end(m, true);
       else on(m);
     });
     w.addEventListener('error', (e: ErrorEvent) => {

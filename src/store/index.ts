@@ -6,9 +6,10 @@ import { createGpuSlice, type GpuSlice } from './gpuSlice';
 import { createRolloutSlice, type RolloutSlice } from './rolloutSlice';
 import { createRunSlice, type RunSlice } from './runSlice';
 import { createScorerSlice, type ScorerSlice } from './scorerSlice';
+import { createSetupSlice, type SetupSlice } from './setupSlice';
 import { createUiSlice, type UiSlice } from './uiSlice';
 
-export type LabState = GpuSlice & UiSlice & CheckpointSlice & ScorerSlice & RunSlice & RolloutSlice & EvalSlice;
+export type LabState = GpuSlice & UiSlice & CheckpointSlice & ScorerSlice & RunSlice & SetupSlice & RolloutSlice & EvalSlice;
 
 export const useLab = create<LabState>()((...a) => ({
   ...createGpuSlice(...a),
@@ -16,6 +17,7 @@ export const useLab = create<LabState>()((...a) => ({
   ...createCheckpointSlice(...a),
   ...createScorerSlice(...a),
   ...createRunSlice(...a),
+  ...createSetupSlice(...a),
   ...createRolloutSlice(...a),
   ...createEvalSlice(...a),
 }));

@@ -122,12 +122,16 @@ let inspectSeq = 0;
 
 type StartMessage = Extract<ToRunWorker, { type: 'start' }>;
 type LastMessage = Extract<FromRunWorker, { type: 'done' | 'stopped' | 'error' }>;
+
+/** How long a run worker that sent its last message has to close itself before it is terminated, ms. */
+const SELF_CLOSE_MS = 5000;
 type ProgressMessage = Exclude<FromRunWorker, LastMessage>;
 
 /**
  * Runs `start` in a fresh run worker, handing its progress messages to `on`; resolves with its
  * last message (done, stopped or error; a worker that fails to load, throws, or dies without a
- * word, noticed through its life lock, is an error) and terminates it. A stop requested before
+ * word, noticed through its life lock, is an error); a worker that sent its last message closes
+ * itself, any other end terminates it. A stop requested before
  * the worker existed is passed on at once.
  */
 function runInWorker(start: StartMessage, on: (m: ProgressMessage) => void): Promise<LastMessage> {
@@ -136,10 +140,12 @@ function runInWorker(start: StartMessage, on: (m: ProgressMessage) => void): Pro
     const lifeLock = typeof navigator !== 'undefined' && navigator.locks ? `coderl-run-worker-${crypto.randomUUID()}` : undefined;
     let over = false;
     let watching = false;
-    const end = (m: LastMessage): void => {
+    /** `closing`: the worker sent this as its last message and is closing itself (terminated after SELF_CLOSE_MS if not) */
+    const end = (m: LastMessage, closing = false): void => {
       if (over) return;
       over = true;
-      w.terminate();
+      if (closing) setTimeout(() => w.terminate(), SELF_CLOSE_MS);
+      else w.terminate();
       if (worker === w) worker = null;
       resolve(m);
     };
@@ -158,7 +164,7 @@ function runInWorker(start: StartMessage, on: (m: ProgressMessage) => void): Pro
       const m = e.data;
       if (over) return;
       watch();
-      if (m.type === 'done' || m.type === 'stopped' || m.type === 'error') end(m);
+      if (m.type === 'done' || m.type === 'stopped' || m.type === 'error') end(m, true);
       else on(m);
     });
     w.addEventListener('error', (e: ErrorEvent) => {

@@ -61,15 +61,17 @@ export function ExperimentPanel() {
   const pauseRun = useLab((s) => s.pauseRun);
   const resumeRun = useLab((s) => s.resumeRun);
   const inspect = useLab((s) => s.inspectRun);
-  const [preset, setPreset] = useState('tiny');
-  const [seed, setSeed] = useState('1');
-  const [name, setName] = useState<string | null>(null); // null: follows preset and seed
-  const [overrides, setOverrides] = useState('{}');
-  const [suiteText, setSuiteText] = useState<string | null>(null);
+  // what the user enters lives in the store (setupSlice), so a remounted panel finds it
+  const { preset, seed, name, overrides, suiteText, formKey } = useLab((s) => s.setup);
+  const patchSetup = useLab((s) => s.patchSetup);
+  const setOverridesByHand = useLab((s) => s.setOverridesByHand);
+  const setPreset = (v: string): void => patchSetup({ preset: v });
+  const setSeed = (v: string): void => patchSetup({ seed: v });
+  const setName = (v: string | null): void => patchSetup({ name: v });
+  const setOverrides = useCallback((v: string): void => patchSetup({ overrides: v }), [patchSetup]);
+  const setSuiteText = useCallback((v: string | null): void => patchSetup({ suiteText: v }), [patchSetup]);
   /** fields of the settings form holding invalid text */
   const [drafts, setDrafts] = useState(0);
-  /** bumped when the JSON text is edited by hand: the form drops its drafts */
-  const [formKey, setFormKey] = useState(0);
   const onDrafts = useCallback((n: number) => setDrafts(n), []);
   const id = useId();
 
@@ -89,10 +91,6 @@ export function ExperimentPanel() {
     }
   }, [overrides]);
   const shown = useMemo(() => (parsedOver ? effective(preset, parsedOver) : null), [preset, parsedOver]);
-  const setOverridesByHand = (text: string): void => {
-    setOverrides(text);
-    setFormKey((k) => k + 1);
-  };
 
   useEffect(() => {
     if (nameError || busy) return;

@@ -1,0 +1,36 @@
+/**
+ * The Experiment panel's setup as the user types it (preset, seed, run name, overrides, the suite
+ * file's text): kept in the store rather than in the panel, so a panel that fails and is mounted
+ * again (its error boundary's Retry) finds everything the user had entered.
+ */
+import type { StateCreator } from 'zustand';
+import type { LabState } from './index';
+
+export interface SetupDraft {
+  preset: string;
+  /** the seed field's text (validated by the panel) */
+  seed: string;
+  /** the run name; null follows preset and seed (`<preset>-seed<seed>`) */
+  name: string | null;
+  /** the JSON overrides' text */
+  overrides: string;
+  /** the text of the suite file the user opened, when the tasks come from one */
+  suiteText: string | null;
+  /** bumped when the overrides are edited by hand: the settings form drops its drafts */
+  formKey: number;
+}
+
+export interface SetupSlice {
+  setup: SetupDraft;
+  patchSetup(p: Partial<SetupDraft>): void;
+  /** sets the overrides from outside the settings form (the JSON text, a stored run's settings) */
+  setOverridesByHand(text: string): void;
+}
+
+export const INITIAL_SETUP: SetupDraft = { preset: 'tiny', seed: '1', name: null, overrides: '{}', suiteText: null, formKey: 0 };
+
+export const createSetupSlice: StateCreator<LabState, [], [], SetupSlice> = (set) => ({
+  setup: INITIAL_SETUP,
+  patchSetup: (p) => set((s) => ({ setup: { ...s.setup, ...p } })),
+  setOverridesByHand: (text) => set((s) => ({ setup: { ...s.setup, overrides: text, formKey: s.setup.formKey + 1 } })),
+});
