@@ -54,6 +54,14 @@ export type LoadPyodide = (config: { jsglobals: object; stdout?: (s: string) => 
 
 const HEAP_RECYCLE_BYTES = 1 << 30;
 
+/** The trusted program PythonRunner.warmUp runs (HumanEval-shaped: typing, a loop, asserts in check). */
+const WARM_UP = {
+  runs: 8,
+  prompt: 'from typing import List\n\n\ndef warm_up(xs: List[int], k: int) -> List[int]:\n    """Every x in xs times k, sorted."""\n',
+  completion: '    return sorted(x * k for x in xs)\n',
+  tests: "def check(candidate):\n    assert candidate([3, 1, 2], 2) == [2, 4, 6]\n    assert candidate([], 5) == []\n    for n in range(3):\n        assert candidate([n], 1) == [n]\n    assert ' '.join(map(str, candidate([1], 3))) == '3'\n",
+};
+
 /** Execs the harness source in a fresh dict and returns its two entry points; binds nothing in __main__. */
 const HARNESS_BOOT = "lambda src: (lambda ns: (exec(src, ns), (ns['__coderl_run'], ns['__coderl_sites']))[1])({'__name__': '__coderl_harness__'})";
 
@@ -160,8 +168,19 @@ export class PythonRunner {
     }
     lockRealm(py);
     removeSockets(py._module);
+    runner.warmUp();
     runner.fresh = FreshRuntime.take(py._module);
     return runner;
+  }
+
+  /**
+   * Runs a trusted program through the harness a few times before the baseline is taken, so the
+   * baseline holds an interpreter whose harness code is already specialised (CPython's adaptive
+   * interpreter) and whose common paths are warm: every run starts from that state, where a cold
+   * baseline would make each run pay the first run's costs again.
+   */
+  private warmUp(): void {
+    for (let i = 0; i < WARM_UP.runs; i++) this.runFn(WARM_UP.prompt + WARM_UP.completion, WARM_UP.tests, 'warm_up');
   }
 
   private write(buf: Uint8Array): number {
