@@ -6,7 +6,7 @@
  */
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import type { OnnxRaceResult, RacePreset } from './onnx';
+import type { OnnxRaceResult, RacePreset } from '../src/perf/onnx';
 
 /** As e2e/browser.ts: only --enable-unsafe-webgpu matters for WebGPU; the rest keep Chromium quiet and offline. */
 const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-quic', '--enable-unsafe-webgpu'];

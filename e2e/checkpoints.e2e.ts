@@ -7,13 +7,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import type { Page } from 'playwright-core';
-import { corpusTokenizer } from '../src/app/checkpoints';
 import { encodeCheckpoint } from '../src/checkpoint';
 import { loadModel, saveModel } from '../src/model/checkpoint';
 import { MODEL_PRESETS, type ModelConfig } from '../src/model/config';
 import { initParams } from '../src/model/init';
 import { paramTable } from '../src/model/params';
 import { trainTokenizer } from '../src/tokenizer';
+import { corpusTokenizer } from '../src/tokenizer/corpus';
 import { chromiumSession, SCREENSHOTS } from './browser';
 
 const open = chromiumSession();

@@ -10,8 +10,8 @@ import type { Locator, Page } from 'playwright-core';
 import { chromiumSession } from './browser';
 import { nodeRun, writeOpfsRun, type NodeRun } from './run-fixture';
 import type { RolloutRecord } from '../src/rl/ppo-loop';
-import { matchPrompt } from '../src/app/rollout/compare';
-import { rescore } from '../src/app/rollout/whatif';
+import { matchPrompt } from '../src/lab/compare';
+import { rescore } from '../src/lab/whatif';
 
 const open = chromiumSession();
 const RUN = 'e2e-compare';

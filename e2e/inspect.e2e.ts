@@ -11,7 +11,7 @@ import type { Page } from 'playwright-core';
 import { chromiumSession } from './browser';
 import { MINI_RUN } from '../src/rl/testing';
 import type { RolloutRecord } from '../src/rl/ppo-loop';
-import { groupStats } from '../src/app/rollout/whatif';
+import { groupStats } from '../src/lab/whatif';
 
 const open = chromiumSession();
 const RUN = 'e2e-inspect';

@@ -10,11 +10,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Download, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { corpusTokenizer } from '../src/app/checkpoints';
 import { MODEL_PRESETS } from '../src/model/config';
 import { inspectOnnxModel } from '../src/onnx/import';
 import { BIGRAM_COMPLETION, BIGRAM_SUITE, bigramForSuite } from '../src/onnx/testing';
 import { Tokenizer } from '../src/tokenizer';
+import { corpusTokenizer } from '../src/tokenizer/corpus';
 import { chromiumSession } from './browser';
 
 const open = chromiumSession();

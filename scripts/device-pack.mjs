@@ -26,7 +26,7 @@ const LIMIT_MIB = 60;
 /** the Vulkan loader and the glvnd libraries the NVIDIA ICD (libGLX_nvidia.so.0) needs: the device README's `.gl` set */
 const GL_PACKAGES = ['libvulkan1', 'libegl1', 'libglvnd0', 'libopengl0', 'libgl1', 'libglx0', 'libgles2'];
 
-// The engine bench with a chosen model preset, bundled from bench/engine.ts as it is (no bench
+// The engine bench with a chosen model preset, bundled from src/perf/engine.ts as it is (no bench
 // code changed): `bench-extra.mjs preset=medium B=16 T=256 steps=2 ...` prints the table on
 // stderr and one JSON object on stdout; `bench-extra.mjs format FILE` prints an engine JSON
 // result (from `coderl bench engine --json`) as the CLI's table. The bench repeats one batch and
@@ -34,12 +34,12 @@ const GL_PACKAGES = ['libvulkan1', 'libegl1', 'libglvnd0', 'libopengl0', 'libgl1
 // so keep warmup + steps - 1 updates few there.
 const BENCH_EXTRA = `
 import { readFileSync } from 'node:fs';
-import { benchEngine, ENGINE_BENCH_DEFAULTS, formatEngineBench, type EngineBenchOptions } from './bench/engine';
-import { loadTfjs } from './bench/tfjs';
 import { installTfjsNodeResolver, providerGpu } from './bench/tfjs-node';
 import { nodeProvider } from './src/gpu/node';
 import { GpuRuntime } from './src/gpu/runtime';
 import { MODEL_PRESETS } from './src/model/config';
+import { benchEngine, ENGINE_BENCH_DEFAULTS, formatEngineBench, type EngineBenchOptions } from './src/perf/engine';
+import { loadTfjs } from './src/perf/tfjs';
 
 const USAGE = 'usage: bench-extra.mjs [preset=tiny|small|medium] [B=16] [T=128] [warmup=1] [steps=5] [genB=8] [prompt=32] [new=64] [genReps=3] [sizes=N,N] [reps=5]\\n' +
   '       bench-extra.mjs format ENGINE.json';

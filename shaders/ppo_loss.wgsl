@@ -1,5 +1,5 @@
 // PPO / GRPO loss derivatives per token, and the loss statistics summed over the tokens.
-// float64 reference: rlTokenGradsRef in src/model/rl-loss.ts (the cpu backend runs it).
+// float64 reference: rlTokenGradsRef in src/kernels/ppo_loss_ref.ts (the cpu backend runs it).
 // Shape legend: N tokens (B * T rows); S plane stride in floats (S >= N; planes of one buffer
 // start at multiples of the storage offset alignment, so other kernels can bind them as ranges).
 // Per token i with mask weight w (w == 0: every output 0 and no statistic):
@@ -12,7 +12,7 @@
 //   dlogp[i]    = w scale (dpolicy + klCoef dkl)
 //   dentropy[i] = -w scale entCoef
 //   dvalue[i]   = w scale vfCoef dvalue
-// Statistics, unscaled and accumulated into sums (order of RL_STAT_FIELDS in rl-loss.ts):
+// Statistics, unscaled and accumulated into sums (order of RL_STAT_FIELDS in ppo_loss_ref.ts):
 //   w policy, w value, w entropy, w kl, w ((ratio - 1) - log ratio), w [|ratio - 1| > clip]
 // One workgroup: invocations stride over the N tokens, then reduce their partial statistics in
 // workgroup memory in a fixed order (the result is deterministic) and invocation 0 adds them to

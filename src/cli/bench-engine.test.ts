@@ -4,7 +4,7 @@
  * submit. Speeds are printed by the bench, never asserted here.
  */
 import { expect, test } from 'vitest';
-import type { EngineBenchResult } from '../../bench/engine';
+import type { EngineBenchResult } from '../perf/engine';
 import { main } from './main';
 
 function capture(): { io: { out(t: string): void; err(t: string): void }; out: string[]; err: string[] } {

@@ -4,7 +4,7 @@
  * pure helpers. Speeds are printed, never asserted.
  */
 import { describe, expect, test } from 'vitest';
-import { agreement, formatOnnxRace, median, validateRaceOptions, ONNX_RACE_QUICK, type OnnxRaceResult } from '../../bench/onnx';
+import { agreement, formatOnnxRace, median, validateRaceOptions, ONNX_RACE_QUICK, type OnnxRaceResult } from '../perf/onnx';
 import { main } from './main';
 
 function capture() {

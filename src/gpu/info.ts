@@ -1,7 +1,32 @@
 /** A JSON description of a runtime: what `coderl gpu-info` prints and what the app shows. */
+import type { Tolerance } from '../util/compare';
 import { limitsObject, summarizeAdapter, NEGOTIATED_LIMITS, OPTIONAL_FEATURES, type AdapterSummary } from './adapter';
 import type { GpuRuntime } from './runtime';
-import type { SelfCheckResult } from './selfcheck';
+
+/** One check of the built-in self-check (src/kernels/selfcheck.ts runSelfCheck). */
+export interface CheckResult {
+  name: string;
+  n: number;
+  ok: boolean;
+  maxAbsDiff: number;
+  tolerance: Tolerance;
+  /** why it failed (first values, worst element) */
+  detail?: string;
+}
+
+/** The built-in self-check's report (src/kernels/selfcheck.ts), shown with the runtime's description. */
+export interface SelfCheckResult {
+  ok: boolean;
+  checks: CheckResult[];
+  /** dispatches, submits and readbacks the check used */
+  dispatches: number;
+  submits: number;
+  /** GPU time per dispatch in ns, when the adapter has timestamp-query */
+  gpuTimings: { kernel: string; ns: number }[] | null;
+  wallMs: number;
+  /** set when the check could not run at all */
+  error?: string;
+}
 
 export interface GpuInfo {
   platform: 'browser' | 'node';

@@ -1,10 +1,10 @@
 import { describe, expect, test } from 'vitest';
 import { saxpy } from '../kernels/saxpy';
+import { runSelfCheck } from '../kernels/selfcheck';
 import { freshRuntime, testRuntime } from '../testing/gpu';
 import { NEGOTIATED_LIMITS, OPTIONAL_FEATURES } from './adapter';
 import { GpuError } from './errors';
 import { pipelineKey, withConstants, type KernelSpec } from './kernel';
-import { runSelfCheck } from './selfcheck';
 
 const addOne: KernelSpec<{ n: number }> = {
   name: 'add_one',

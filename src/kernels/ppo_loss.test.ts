@@ -1,8 +1,8 @@
 import { describe, expect, test } from 'vitest';
-import { RL_STAT_FIELDS, rlTokenGradsRef, type RlLossConfig, type RlLossSums } from '../model/rl-loss';
 import { expectClose, testRuntime } from '../testing/gpu';
 import { gaussian, Rng } from '../util/random';
 import { packRollout, planeStride, ppoLoss } from './ppo_loss';
+import { RL_STAT_FIELDS, rlTokenGradsRef, type RlLossConfig, type RlLossSums } from './ppo_loss_ref';
 
 const BASE: RlLossConfig = { clip: 0.2, vclip: 0, vfCoef: 0.5, entCoef: 0.01, klCoef: 0, invTemp: 1 };
 

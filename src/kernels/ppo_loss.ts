@@ -1,6 +1,6 @@
 /**
  * PPO / GRPO loss derivatives per token and the loss statistics (shaders/ppo_loss.wgsl). Its
- * float64 reference is rlTokenGradsRef in src/model/rl-loss.ts, which the cpu backend runs.
+ * float64 reference is rlTokenGradsRef in ppo_loss_ref.ts, which the cpu backend runs.
  *
  * Shape legend: N tokens (B * T rows), S plane stride in floats. Per-token inputs and outputs
  * that travel together are "planes" of one buffer, plane k at floats [k S, k S + N): S is N
@@ -11,7 +11,7 @@
 import wgsl from '../../shaders/ppo_loss.wgsl';
 import type { KernelSpec } from '../gpu/kernel';
 import type { BufferBinding } from '../gpu/recorder';
-import { RL_ROLLOUT_FIELDS, RL_STAT_FIELDS, type RlBatch, type RlLossConfig } from '../model/rl-loss';
+import { RL_ROLLOUT_FIELDS, RL_STAT_FIELDS, type RlLossConfig, type RlRollout } from './ppo_loss_ref';
 
 /** The planes of the `rollout` binding, in order: an RlBatch's rollout fields. */
 export const ROLLOUT_FIELDS = RL_ROLLOUT_FIELDS;
@@ -76,7 +76,7 @@ export function plane(buffer: GPUBuffer, k: number, n: number, stride: number): 
 }
 
 /** The rollout planes (5, S) of a batch's first N tokens; throws when a field is not N long. */
-export function packRollout(b: Pick<RlBatch, (typeof ROLLOUT_FIELDS)[number]>, n: number, stride: number): Float32Array<ArrayBuffer> {
+export function packRollout(b: Pick<RlRollout, (typeof ROLLOUT_FIELDS)[number]>, n: number, stride: number): Float32Array<ArrayBuffer> {
   const out = new Float32Array(ROLLOUT_FIELDS.length * stride);
   ROLLOUT_FIELDS.forEach((f, k) => {
     if (b[f].length !== n) throw new Error(`ppo_loss: ${f} has ${b[f].length} values, expected B * T = ${n}`);

@@ -4,6 +4,7 @@
  * same weights and inputs give the same logits within 1e-4 relative.
  */
 import type { GpuRuntime } from '../gpu/runtime';
+import type { RlLossConfig, RlLossSums } from '../kernels/ppo_loss_ref';
 import type { ModelConfig } from './config';
 import { CpuModel, type ForwardInput } from './cpu';
 import { cpuGenerate } from './cpu-generate';
@@ -12,8 +13,7 @@ import { generate, type GenerateOptions, type GenerateResult } from './generate'
 import { GpuModel } from './gpu';
 import { GpuTrainer } from './gpu-train';
 import type { OptimizerState } from './checkpoint';
-import type { OptimConfig, TokenBatch } from './optim';
-import type { RlBatch, RlLossConfig, RlLossSums } from './rl-loss';
+import type { OptimConfig, RlBatch, TokenBatch } from './optim';
 
 export type BackendKind = 'cpu' | 'webgpu';
 
@@ -32,8 +32,8 @@ export interface PolicyBackend {
   /** one optimizer step over the micro-batches; `read` asks for the loss (a readback on webgpu) */
   trainStep(batches: TokenBatch[], read: boolean): Promise<TrainStepResult>;
   /**
-   * One PPO / GRPO optimizer step (rl-loss.ts) over the micro-batches; returns the loss sums
-   * over the masked tokens and the pre-clip gradient norm.
+   * One PPO / GRPO optimizer step (kernels/ppo_loss_ref.ts) over the micro-batches; returns the
+   * loss sums over the masked tokens and the pre-clip gradient norm.
    */
   rlStep(batches: RlBatch[], cfg: RlLossConfig): Promise<{ sums: RlLossSums; gradNorm: number }>;
   generate(prompts: ArrayLike<number>[], opts: GenerateOptions): Promise<GenerateResult>;

@@ -5,9 +5,9 @@
 import { adamwRef, gradNormRef } from '../kernels/adamw';
 import { crossEntropyRef } from '../kernels/crossentropy';
 import { logprobEntropyBackwardRef, logprobEntropyRef } from '../kernels/logprob';
+import { emptyRlSums, RL_ROLLOUT_FIELDS, rlTokenGradsRef, validateRlLossConfig, type RlLossConfig, type RlLossSums } from '../kernels/ppo_loss_ref';
 import type { CpuModel } from './cpu';
-import { lossTokens, NumericsError, type OptimConfig, type TokenBatch } from './optim';
-import { emptyRlSums, RL_ROLLOUT_FIELDS, rlTokenGradsRef, validateRlLossConfig, type RlBatch, type RlLossConfig, type RlLossSums } from './rl-loss';
+import { lossTokens, NumericsError, type OptimConfig, type RlBatch, type TokenBatch } from './optim';
 
 export interface RlStepResult {
   /** sums over the masked tokens of the step (see RlLossSums) */
@@ -64,8 +64,8 @@ export class CpuTrainer {
 
   /**
    * One PPO / GRPO optimizer step over the micro-batches: forward, per-token log-probs and
-   * entropies at the sampling temperature, the loss's per-token derivatives (rl-loss.ts),
-   * backward through log-probs, entropies and the value head, then AdamW.
+   * entropies at the sampling temperature, the loss's per-token derivatives
+   * (kernels/ppo_loss_ref.ts), backward through log-probs, entropies and the value head, then AdamW.
    */
   rlStep(batches: RlBatch[], cfg: RlLossConfig): RlStepResult {
     validateRlLossConfig(cfg);

@@ -2,7 +2,8 @@
  * Training on the GPU: a whole optimizer step (every micro-batch's forward, loss and backward,
  * the global gradient norm and AdamW) is one recording and one submit. The loss and the
  * numerics status are read back only on logging steps. Two losses: masked next-token
- * cross-entropy (trainStep, SFT) and the PPO / GRPO policy-gradient loss (rlStep, rl-loss.ts).
+ * cross-entropy (trainStep, SFT) and the PPO / GRPO policy-gradient loss (rlStep,
+ * kernels/ppo_loss_ref.ts).
  */
 import { rowWorkgroup, withConstants } from '../gpu/kernel';
 import type { DispatchTiming, Recorder } from '../gpu/recorder';
@@ -11,14 +12,14 @@ import { adamw, GRAD_STATUS_WORDS, recordGradNorm, STATUS_NONFINITE_NOW } from '
 import { crossEntropy } from '../kernels/crossentropy';
 import { logprobBackward, logprobForward, type LogprobProblem } from '../kernels/logprob';
 import { DTOK_FIELDS, packRollout, plane, planeStride, ppoLoss, PPO_STATS, type PpoLossProblem } from '../kernels/ppo_loss';
+import { RL_STAT_FIELDS, validateRlLossConfig, type RlLossConfig, type RlLossSums } from '../kernels/ppo_loss_ref';
 import { recordSum } from '../kernels/reduce_sum';
 import { accumulate } from '../kernels/residual';
 import { defaultPositions } from './cpu';
 import type { RlStepResult, StepResult } from './cpu-train';
 import type { GpuModel } from './gpu';
 import type { ActBuffers } from './gpu-acts';
-import { lossTokens, NumericsError, type OptimConfig, type TokenBatch } from './optim';
-import { RL_STAT_FIELDS, validateRlLossConfig, type RlBatch, type RlLossConfig, type RlLossSums } from './rl-loss';
+import { lossTokens, NumericsError, type OptimConfig, type RlBatch, type TokenBatch } from './optim';
 
 export interface GpuStepResult extends Partial<StepResult> {
   /** tokens that counted in the loss */

@@ -1,4 +1,5 @@
 /** Optimizer settings (AdamW with global-norm clipping), validated; shared by both backends. */
+import type { RlRollout } from '../kernels/ppo_loss_ref';
 import { ConfigError } from './config';
 
 export interface OptimConfig {
@@ -52,6 +53,9 @@ export interface TokenBatch {
   /** (B, T) 1 where the loss counts (e.g. the solution, not the prompt), else 0 */
   mask: Float32Array<ArrayBuffer>;
 }
+
+/** A minibatch for a policy-gradient step: tokens and targets as for SFT, plus per-token rollout data (kernels/ppo_loss_ref.ts). */
+export interface RlBatch extends TokenBatch, RlRollout {}
 
 /**
  * Checks micro-batches before a step: at least one, each named field holding B * T values,

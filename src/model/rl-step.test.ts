@@ -1,5 +1,6 @@
 import { describe, expect, test } from 'vitest';
 import { logprobEntropyRef } from '../kernels/logprob';
+import { RL_STAT_FIELDS, type RlLossConfig } from '../kernels/ppo_loss_ref';
 import { testRuntime } from '../testing/gpu';
 import { gaussian, Rng } from '../util/random';
 import { createBackend, type BackendKind, type PolicyBackend } from './backend';
@@ -8,9 +9,8 @@ import { CpuModel } from './cpu';
 import { GpuModel } from './gpu';
 import { GpuTrainer } from './gpu-train';
 import { initParams } from './init';
-import { DEFAULT_OPTIM, NumericsError } from './optim';
+import { DEFAULT_OPTIM, NumericsError, type RlBatch } from './optim';
 import { paramTable } from './params';
-import { RL_STAT_FIELDS, type RlBatch, type RlLossConfig } from './rl-loss';
 
 const cfg: ModelConfig = { nLayer: 2, dModel: 32, nHead: 2, contextLength: 32, vocabSize: 64 };
 const optim = { ...DEFAULT_OPTIM, lr: 1e-3, weightDecay: 0.1, gradClip: 1 };

@@ -6,7 +6,7 @@
  */
 import { rowLogprob, rowLogprobEntropy } from '../kernels/logprob';
 import type { PolicyBackend } from '../model/backend';
-import type { RlBatch } from '../model/rl-loss';
+import type { RlBatch } from '../model/optim';
 import { chunks, completionBatch, stepGroups, type Sequence } from './data';
 
 export interface Episode {

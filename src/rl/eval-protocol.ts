@@ -34,6 +34,8 @@ export type ToEvalWorker = {
   settings: EvalSettings;
   /** what the page asks for; the worker falls back to cpu when it has no usable WebGPU */
   backend: RunBackend;
+  /** the Web Lock the worker holds while it lives (life-lock.ts) */
+  lifeLock?: string;
 };
 
 /** What the page shows of a finished evaluation (the samples themselves stay in the worker). */

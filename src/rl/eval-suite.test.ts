@@ -10,7 +10,6 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { createAnalyzer, type Analyzer } from '../analysis';
 import { nodeWasmLoader } from '../analysis/wasm-node';
-import { CODE_CORPUS } from '../app/checkpoints';
 import { main } from '../cli/main';
 import { createBackend, type PolicyBackend } from '../model/backend';
 import { saveModel } from '../model/checkpoint';
@@ -24,6 +23,7 @@ import { createNodePool } from '../sandbox/pool.node';
 import { passAtK } from '../sandbox/score';
 import { parseSuite } from '../tasks/suite';
 import { trainTokenizer, type Tokenizer } from '../tokenizer';
+import { CODE_CORPUS } from '../tokenizer/corpus';
 import { evalSuite, planEval, settingsProblems, type EvalProgress, type EvalSettings } from './eval-suite';
 import { evaluate } from './evaluate';
 

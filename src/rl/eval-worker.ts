@@ -23,6 +23,7 @@ import { createBrowserPool, defaultPoolSize } from '../sandbox/pool.browser';
 import { Tokenizer } from '../tokenizer';
 import type { FromEvalWorker, ToEvalWorker } from './eval-protocol';
 import { evalSuite } from './eval-suite';
+import { holdLifeLock } from './life-lock';
 import type { RunBackend } from './run-protocol';
 
 interface WorkerScope {
@@ -71,6 +72,7 @@ scope.addEventListener('unhandledrejection', (e) => {
 });
 
 async function start(m: ToEvalWorker): Promise<void> {
+  await holdLifeLock(m.lifeLock);
   const t0 = performance.now();
   const src = m.checkpoint;
   let runtime: GpuRuntime | null = null;

@@ -5,8 +5,8 @@
  * returns, then several epochs of minibatch policy-gradient steps with early stopping at a
  * target KL. Returns the iteration's metrics (TRL / CleanRL names) and its rollouts.
  */
+import type { RlLossConfig } from '../kernels/ppo_loss_ref';
 import type { PolicyBackend } from '../model/backend';
-import type { RlLossConfig } from '../model/rl-loss';
 import type { RewardComponent } from '../reward/reward';
 import type { ScoreRecord } from '../sandbox/score';
 import type { Tokenizer } from '../tokenizer';

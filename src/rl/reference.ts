@@ -2,6 +2,7 @@
  * An ONNX causal LM as the frozen reference of the KL penalty (config.rl.reference), the same
  * code for `coderl train --reference` and the app's run worker:
  * - referenceRef: what the config records about the model (its file name and SHA-256);
+ * - importedReference (the app): which of the imported models the config's record names;
  * - onnxReference: the pipeline's `reference` factory, loading the model in onnxruntime-web
  *   (wasm) and refusing it unless its tokenizer is the run's;
  * - runReference (the app): the run directory keeps the model and its tokenizer
@@ -41,6 +42,15 @@ export async function referenceRef(file: string, bytes: Uint8Array): Promise<Ref
 /** "sft.onnx (SHA-256 0123456789ab…)", for messages and the app's labels. */
 export function describeReference(r: ReferenceRef): string {
   return `${r.name} (SHA-256 ${short(r.sha256)})`;
+}
+
+/**
+ * The imported model the config's reference names (the same file name and SHA-256), or null:
+ * the app's imported ONNX models (store/evalSlice.ts OnnxModelEntry) each carry their `ref`.
+ */
+export function importedReference<M extends { ref: ReferenceRef }>(named: ReferenceRef | undefined, models: readonly M[]): M | null {
+  if (!named) return null;
+  return models.find((m) => m.ref.name === named.name && m.ref.sha256 === named.sha256) ?? null;
 }
 
 /**

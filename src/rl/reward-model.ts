@@ -15,8 +15,9 @@
  * gradient by setting target = r - N dL/dr, with r from a forward pass of the same parameters
  * just before (exact: the step's forward recomputes the same r). No extra kernel is needed.
  */
+import type { RlLossConfig } from '../kernels/ppo_loss_ref';
 import type { PolicyBackend } from '../model/backend';
-import type { RlBatch, RlLossConfig } from '../model/rl-loss';
+import type { RlBatch } from '../model/optim';
 import { Rng } from '../util/random';
 import type { RewardModelConfig } from './config';
 import { actionCount, scoreActions } from './episodes';

@@ -9,6 +9,7 @@
  * Every failure ends in one `error` message: the pipeline's rejection, and any error or promise
  * rejection nothing handled (a dropped promise must not leave the page waiting forever).
  */
+import { holdLifeLock } from './life-lock';
 import type { FromRunWorker, RunStorageKind, ToRunWorker } from './run-protocol';
 
 interface WorkerScope {
@@ -81,21 +82,6 @@ function followPageStorage(kind: RunStorageKind): void {
   }
 }
 
-/**
- * Holds the lock the page named for as long as this worker lives: the page asks for the same lock,
- * and gets it when the worker is gone, however it went (a crash, running out of memory, closed),
- * which is how a worker that dies without a word is noticed.
- */
-function holdLifeLock(name: string | undefined): Promise<void> {
-  const locks = typeof navigator !== 'undefined' ? navigator.locks : undefined;
-  if (!name || !locks) return Promise.resolve();
-  return new Promise((held) => {
-    void locks.request(name, () => {
-      held();
-      return new Promise<never>(() => {}); // released only when this worker ends
-    });
-  });
-}
 
 async function start(m: Extract<ToRunWorker, { type: 'start' }>): Promise<void> {
   followPageStorage(m.storage);

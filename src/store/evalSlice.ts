@@ -14,9 +14,10 @@
  * is offered like a checkpoint; the worker loads it in onnxruntime-web. The Experiment setup
  * offers the same models as a run's KL reference (app/setup/ReferencePicker.tsx).
  */
+import { newLifeLock } from '../rl/life-lock';
 import type { StateCreator } from 'zustand';
-import { summarise, type CheckpointInfo } from '../app/checkpoints';
 import { loadCheckpointBrowser } from '../checkpoint/browser';
+import { summarise, type CheckpointInfo } from '../lab/checkpoints';
 import type { FromEvalWorker, EvalReport, OnnxEvalModel, ToEvalWorker } from '../rl/eval-protocol';
 import { settingsProblems, type EvalProgress, type EvalSettings } from '../rl/eval-suite';
 import type { ReferenceRef } from '../rl/reference';
@@ -215,7 +216,7 @@ function evalInWorker(start: ToEvalWorker, on: (m: ProgressMessage) => void): Pr
     w.addEventListener('messageerror', () => end({ type: 'error', message: 'a message from the eval worker could not be read' }));
     live = { worker: w, end };
     // a checkpoint's bytes move (they were read for this worker); an ONNX model's are copied (the store keeps them)
-    w.postMessage(start satisfies ToEvalWorker, start.checkpoint instanceof Uint8Array ? [start.checkpoint.buffer as ArrayBuffer] : []);
+    w.postMessage({ ...start, lifeLock: newLifeLock('eval') } satisfies ToEvalWorker, start.checkpoint instanceof Uint8Array ? [start.checkpoint.buffer as ArrayBuffer] : []);
   });
 }
 

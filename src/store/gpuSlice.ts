@@ -4,10 +4,10 @@
  */
 import type { StateCreator } from 'zustand';
 import { GpuError } from '../gpu/errors';
-import { gpuInfo, type GpuInfo } from '../gpu/info';
+import { gpuInfo, type GpuInfo, type SelfCheckResult } from '../gpu/info';
 import { browserProvider } from '../gpu/provider';
 import { GpuRuntime, type DeviceLossReport } from '../gpu/runtime';
-import { runSelfCheck, type SelfCheckResult } from '../gpu/selfcheck';
+import { runSelfCheck } from '../kernels/selfcheck';
 import type { LabState } from './index';
 
 export type GpuStatus =

@@ -4,10 +4,10 @@
  * selected rollout, and the what-if reward weights (component name -> weight; null means the
  * weights the run recorded), and the two sides of a comparison (Code panel, Compare tab), each
  * holding its record so that B can come from another iteration. Pure what-if arithmetic lives in
- * app/rollout/whatif.ts, the comparison's in app/rollout/compare.ts.
+ * lab/whatif.ts, the comparison's in lab/compare.ts.
  */
 import type { StateCreator } from 'zustand';
-import { sideOf, type ComparePair, type CompareSide, type SideName } from '../app/rollout/compare';
+import { sideOf, type ComparePair, type CompareSide, type SideName } from '../lab/compare';
 import type { RolloutRecord } from '../rl/ppo-loop';
 import type { LabState } from './index';
 

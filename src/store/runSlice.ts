@@ -10,14 +10,14 @@
  * same preset, seed, overrides and name resumes it. The live worker stays in this module,
  * outside the store, and is terminated when the run ends.
  */
+import { newLifeLock } from '../rl/life-lock';
 import type { StateCreator } from 'zustand';
 import { currentRuntime } from './gpuSlice';
 import { RL_PRESETS, resolveConfig, type RlConfig } from '../rl/config';
 import type { Phase } from '../rl/pipeline';
 import type { StoredRun, Summary } from '../rl/run-browser';
-import type { ReferenceRef } from '../rl/reference';
+import { importedReference, type ReferenceRef } from '../rl/reference';
 import type { FromRunWorker, ToRunWorker } from '../rl/run-protocol';
-import { importedReference } from '../app/setup/reference';
 import { runStorage } from '../rl/store-browser';
 import type { PhaseStart } from './eta';
 import type { MetricLine } from '../rl/run-files';
@@ -137,7 +137,7 @@ type ProgressMessage = Exclude<FromRunWorker, LastMessage>;
 function runInWorker(start: StartMessage, on: (m: ProgressMessage) => void): Promise<LastMessage> {
   return new Promise((resolve) => {
     const w = new Worker(new URL('../rl/run-worker.ts', import.meta.url), { type: 'module', name: `coderl run ${start.run}` });
-    const lifeLock = typeof navigator !== 'undefined' && navigator.locks ? `coderl-run-worker-${crypto.randomUUID()}` : undefined;
+    const lifeLock = newLifeLock('run');
     let over = false;
     let watching = false;
     /** `closing`: the worker sent this as its last message and is closing itself (terminated after SELF_CLOSE_MS if not) */

@@ -1,5 +1,5 @@
 /**
- * The scratch scorer: one completion of the built-in task (scratch-task.ts) scored in the page
+ * The scratch scorer: one completion of the built-in task (tasks/scratch.ts) scored in the page
  * exactly as `coderl score` scores it: the sandbox pool runs prompt + completion + tests, the
  * cached Analyzer lints and parses it, and computeReward turns both into the breakdown.
  *
@@ -13,7 +13,7 @@ import { computeReward, DEFAULT_REWARD, type RewardBreakdown } from '../reward/r
 import type { SandboxPool } from '../sandbox/pool';
 import type { JobTask } from '../sandbox/protocol';
 import { DEFAULT_LIMITS, type RunResult } from '../sandbox/result';
-import { SCRATCH_TASKS, type ScratchLanguage } from '../app/scratch-task';
+import { SCRATCH_TASKS, type ScratchLanguage } from '../tasks/scratch';
 import type { LabState } from './index';
 
 export interface ScratchScore {

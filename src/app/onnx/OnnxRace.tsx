@@ -1,11 +1,11 @@
 /**
- * The Benchmarks panel's "ONNX race" (bench/onnx.ts): a fresh model of the chosen preset,
+ * The Benchmarks panel's "ONNX race" (perf/onnx.ts): a fresh model of the chosen preset,
  * exported to ONNX, raced in our WGSL engine, ORT's webgpu provider and ORT wasm in this page on
  * the same inputs; forward ms, greedy generation tokens/s and ours/theirs ratios. The result is
  * also on the section as JSON (data-result) for `coderl bench onnx --browser` and the e2e test.
  */
 import { useId, useState } from 'react';
-import type { OnnxRaceResult, RacePreset } from '../../../bench/onnx';
+import type { OnnxRaceResult, RacePreset } from '../../perf/onnx';
 import { MODEL_PRESETS } from '../../model/config';
 import { useLab } from '../../store';
 import { loadBrowserOrt } from '../../onnx/browser';
@@ -34,7 +34,7 @@ export function OnnxRace() {
     const step = (s: string): void => setState({ phase: 'running', step: s });
     step('loading onnxruntime-web');
     try {
-      const { benchOnnxRace, ONNX_RACE_QUICK } = await import('../../../bench/onnx');
+      const { benchOnnxRace, ONNX_RACE_QUICK } = await import('../../perf/onnx');
       const ort = await loadBrowserOrt();
       const engines = [...(ort.webgpu ? [{ name: 'ORT webgpu', ort: ort.webgpu }] : []), { name: 'ORT wasm', ort: ort.wasm }];
       const result = await benchOnnxRace(rt, engines, { ...ONNX_RACE_QUICK, preset }, step);

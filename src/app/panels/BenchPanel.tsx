@@ -1,10 +1,10 @@
 /**
- * The engine benchmark in the browser: the same bench as `coderl bench engine` (bench/engine.ts)
+ * The engine benchmark in the browser: the same bench as `coderl bench engine` (perf/engine.ts)
  * on the app's runtime, against TF.js's WebGPU backend on the same adapter, at small sizes.
  * The bench and TF.js load only when the button is pressed.
  */
 import { useRef, useState } from 'react';
-import type { EngineBenchResult } from '../../../bench/engine';
+import type { EngineBenchResult } from '../../perf/engine';
 import { useLab } from '../../store';
 import { currentRuntime } from '../../store/gpuSlice';
 import { OnnxRace } from '../onnx/OnnxRace';
@@ -33,7 +33,7 @@ export function BenchPanel() {
     const step = (s: string): void => setState({ phase: 'running', step: s, at: (performance.now() - started.current) / 1000 });
     step('loading the benchmark and TF.js');
     try {
-      const [{ benchEngine, ENGINE_BENCH_BROWSER }, { loadTfjs }] = await Promise.all([import('../../../bench/engine'), import('../../../bench/tfjs')]);
+      const [{ benchEngine, ENGINE_BENCH_BROWSER }, { loadTfjs }] = await Promise.all([import('../../perf/engine'), import('../../perf/tfjs')]);
       const tf = await loadTfjs(navigator.gpu);
       const result = await benchEngine(rt, tf, ENGINE_BENCH_BROWSER, step);
       setState({ phase: 'done', result, seconds: (performance.now() - started.current) / 1000 });

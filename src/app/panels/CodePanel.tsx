@@ -2,7 +2,7 @@ import { lazy, Suspense, useEffect } from 'react';
 import { reduceSumPass } from '../../kernels/reduce_sum';
 import { saxpy } from '../../kernels/saxpy';
 import { useLab } from '../../store';
-import { sideKey } from '../rollout/compare';
+import { sideKey } from '../../lab/compare';
 import { RolloutCompare } from './RolloutCompare';
 import { RolloutView } from './RolloutView';
 

@@ -11,8 +11,8 @@ import { useEffect, useId, useMemo, useState, type FormEvent } from 'react';
 import { BUILTIN_SUITES, builtinSuiteLabel } from '../../tasks/builtin-suites';
 import { formatIssue } from '../../tasks/types';
 import { useLab } from '../../store';
-import type { CheckpointInfo } from '../checkpoints';
-import { configSummary, metaEntries } from '../checkpoints';
+import type { CheckpointInfo } from '../../lab/checkpoints';
+import { configSummary, metaEntries } from '../../lab/checkpoints';
 import {
   checkpointKey, DEFAULT_EVAL_FORM, parseEvalForm, policyProblem, splitLabel, suiteKey,
   type CheckpointRef, type EvalForm, type Split,

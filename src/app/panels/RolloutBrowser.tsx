@@ -1,6 +1,6 @@
 /**
  * The rollout browser: one PPO iteration's rollouts of a stored or the live run, grouped by
- * prompt, ranked and sorted under what-if reward weights (the arithmetic is app/rollout/whatif.ts),
+ * prompt, ranked and sorted under what-if reward weights (the arithmetic is lab/whatif.ts),
  * filtered, and selectable for the code view (`s.rollouts.selected`); a row can be marked as side A
  * or B of a comparison (`s.rollouts.compare`, the Code panel's Compare tab). It opens the live run
  * when one starts, and a new 'ppo' metrics line of the open run refreshes its iterations.
@@ -8,11 +8,11 @@
 import { useEffect, useId, useMemo, useRef, useState, type KeyboardEvent } from 'react';
 import { useLab } from '../../store';
 import type { RolloutRecord } from '../../rl/ppo-loop';
-import type { CompareSide, SideName } from '../rollout/compare';
+import type { CompareSide, SideName } from '../../lab/compare';
 import {
   arrange, firstCommentLine, firstLine, groupStats, meanAdvantage, NO_FILTER, recordedWeights,
   type ArrangedGroup, type GroupStats, type RolloutFilter, type SortKey,
-} from '../rollout/whatif';
+} from '../../lab/whatif';
 import '../rollout/rollout.css';
 
 const SORTS: { key: SortKey; label: string }[] = [

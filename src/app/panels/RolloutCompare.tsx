@@ -3,7 +3,7 @@
  * editor, read-only, each side the prompt (dimmed, as context) and the completion; above it a
  * header per side (run, iteration, task, sample, reward, advantage, tests) and below it both
  * reward breakdowns with the difference B − A, under the what-if weights when they are set (the
- * arithmetic is app/rollout/whatif.ts through app/rollout/compare.ts). B can be the same prompt
+ * arithmetic is lab/whatif.ts through lab/compare.ts). B can be the same prompt
  * at another iteration of A's run: pick the iteration and one of that prompt's rollouts there.
  *
  * Monaco is imported on first use; the diff editor and both models are disposed together.
@@ -16,9 +16,9 @@ import { readIterationRollouts, readRunIterations } from '../../store/rolloutSli
 import {
   breakdownDiff, matchPrompt, promptLanguage, sampleNumber, sideKey, sideOf, sideScore,
   type CompareSide, type SideName,
-} from '../rollout/compare';
+} from '../../lab/compare';
 import { fmtNum } from '../rollout/tokens';
-import { rescore, type RewardWeights } from '../rollout/whatif';
+import { rescore, type RewardWeights } from '../../lab/whatif';
 import '../rollout/view.css';
 import { loadRolloutMonaco, type MonacoApi } from '../rollout/monaco';
 

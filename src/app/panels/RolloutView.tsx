@@ -24,7 +24,7 @@ import type { Task } from '../../tasks/types';
 import { useLab } from '../../store';
 import { getAnalyzer, runInSandbox } from '../../store/scorerSlice';
 import { alignTokens, HEAT_SCALES, heatBucket, heatClass, heatLegend, mean, scaleValue, testLine, tokenHover, tokenInfo, type HeatScale, type TokenSpan } from '../rollout/tokens';
-import type { RewardWeights } from '../rollout/whatif';
+import type { RewardWeights } from '../../lab/whatif';
 import { AstTree, Breakdown, OUTLINE_NODES, Tests, type Outline, type Scored } from '../rollout/panes';
 import '../rollout/view.css';
 import { loadRolloutMonaco, type MonacoApi } from '../rollout/monaco';

@@ -1,5 +1,5 @@
 /**
- * Scores a hand-written completion of the built-in task (scratch-task.ts: JavaScript or Python) with the CLI's
+ * Scores a hand-written completion of the built-in task (tasks/scratch.ts: JavaScript or Python) with the CLI's
  * sandbox, analysis and reward: the verdict, each test, the syntax check, the lint findings
  * and the reward breakdown. The completion is edited in a plain textarea (a second Monaco
  * editor would load the 2.7 MB editor core just for this); Ctrl/Cmd+Enter scores.
@@ -10,7 +10,7 @@ import type { RewardBreakdown } from '../../reward/reward';
 import type { TestResult } from '../../sandbox/result';
 import { useLab } from '../../store';
 import type { ScratchScore } from '../../store/scorerSlice';
-import { SCRATCH_TASKS, type ScratchLanguage } from '../scratch-task';
+import { SCRATCH_TASKS, type ScratchLanguage } from '../../tasks/scratch';
 
 /** 1-based line of a character offset in `text`. */
 export function lineAt(text: string, offset: number): number {

@@ -10,7 +10,7 @@ import type { RewardComponent } from '../../reward/reward';
 import type { RolloutRecord } from '../../rl/ppo-loop';
 import type { TestResult } from '../../sandbox/result';
 import { fmtNum, mean, testLine } from './tokens';
-import { rescore, type RewardWeights } from './whatif';
+import { rescore, type RewardWeights } from '../../lab/whatif';
 
 /** Nodes shown at most in the tree. */
 export const OUTLINE_NODES = 1500;

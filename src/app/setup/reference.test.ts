@@ -1,6 +1,7 @@
 import { describe, expect, test } from 'vitest';
 import type { OnnxModelEntry } from '../../store/evalSlice';
-import { importedReference, referenceChoice, referenceFor, SFT_REFERENCE, STORED_REFERENCE, storedReference } from './reference';
+import { importedReference } from '../../rl/reference';
+import { referenceChoice, referenceFor, SFT_REFERENCE, STORED_REFERENCE, storedReference } from './reference';
 
 const sha = (c: string) => c.repeat(64);
 const model = (name: string, s: string): OnnxModelEntry => ({

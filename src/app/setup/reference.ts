@@ -4,7 +4,7 @@
  * evaluation.onnxModels). The choice is config.rl.reference in the overrides, as `coderl train
  * --reference` records it; the run slice sends the matching model's files to the run worker.
  */
-import { describeReference, type ReferenceRef } from '../../rl/reference';
+import { describeReference, importedReference, type ReferenceRef } from '../../rl/reference';
 import type { OnnxModelEntry } from '../../store/evalSlice';
 
 /** The select's value for the SFT policy. */
@@ -13,12 +13,6 @@ export const SFT_REFERENCE = 'sft';
 export const STORED_REFERENCE = 'stored';
 
 const onnxValue = (m: OnnxModelEntry): string => `onnx:${m.name}`;
-
-/** The imported model the config's reference names (the same file name and SHA-256), or null. */
-export function importedReference(named: ReferenceRef | undefined, models: readonly OnnxModelEntry[]): OnnxModelEntry | null {
-  if (!named) return null;
-  return models.find((m) => m.ref.name === named.name && m.ref.sha256 === named.sha256) ?? null;
-}
 
 export interface ReferenceChoice {
   options: { value: string; label: string }[];

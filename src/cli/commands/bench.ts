@@ -1,14 +1,14 @@
-import { benchEngine, ENGINE_BENCH_DEFAULTS, ENGINE_BENCH_QUICK, formatEngineBench, type EngineBenchOptions } from '../../../bench/engine';
 import { benchRuntime } from '../../../bench/runtime';
-import { benchOnnxRace, formatOnnxRace, ONNX_RACE_DEFAULTS, ONNX_RACE_QUICK, type OnnxRaceOptions, type RacePreset } from '../../../bench/onnx';
 import { benchScore, formatScoreBench } from '../../../bench/score';
-import { loadNodeOrt } from '../../onnx/node';
-import { loadTfjs } from '../../../bench/tfjs';
 import { installTfjsNodeResolver, providerGpu } from '../../../bench/tfjs-node';
 import { nodeProvider } from '../../gpu/node';
 import type { GpuProvider } from '../../gpu/provider';
 import { GpuRuntime } from '../../gpu/runtime';
 import { MODEL_PRESETS } from '../../model/config';
+import { loadNodeOrt } from '../../onnx/node';
+import { benchEngine, ENGINE_BENCH_DEFAULTS, ENGINE_BENCH_QUICK, formatEngineBench, type EngineBenchOptions } from '../../perf/engine';
+import { benchOnnxRace, formatOnnxRace, ONNX_RACE_DEFAULTS, ONNX_RACE_QUICK, type OnnxRaceOptions, type RacePreset } from '../../perf/onnx';
+import { loadTfjs } from '../../perf/tfjs';
 import { UsageError, type Command, type Io, type Options } from '../command';
 
 const SUITES = ['runtime', 'engine', 'score', 'onnx'] as const;

@@ -1,7 +1,7 @@
 import { gpuInfo } from '../../gpu/info';
 import { nodeProvider } from '../../gpu/node';
 import { GpuRuntime } from '../../gpu/runtime';
-import { runSelfCheck } from '../../gpu/selfcheck';
+import { runSelfCheck } from '../../kernels/selfcheck';
 import type { Command } from '../command';
 
 export const gpuInfoCommand: Command = {

@@ -2,10 +2,10 @@
  * The comparison side of `coderl bench engine`: the same matmuls and the same GPT training
  * step (same config, same shapes, Adam update) written with TensorFlow.js's WebGPU backend, on
  * the same adapter. In the browser TF.js uses navigator.gpu; in Node it finds Dawn through a
- * `navigator.gpu` shim, and its gradients load through ./tfjs-node.ts's resolve hook.
+ * `navigator.gpu` shim, and its gradients load through bench/tfjs-node.ts's resolve hook.
  */
-import type { ModelConfig } from '../src/model/config';
-import type { ParamTable } from '../src/model/params';
+import type { ModelConfig } from '../model/config';
+import type { ParamTable } from '../model/params';
 
 export type Tf = typeof import('@tensorflow/tfjs-core');
 type Tensor = import('@tensorflow/tfjs-core').Tensor;

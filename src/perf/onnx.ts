@@ -9,19 +9,19 @@
  * its greedy tokens compared with ours (the share that agree). Warm-up runs are excluded; the
  * figures are medians of `reps` runs. Ratios are ours / theirs in speed (goal: 1.5x or more).
  */
-import type { GpuRuntime } from '../src/gpu/runtime';
-import { MODEL_PRESETS, type ModelConfig } from '../src/model/config';
-import type { ForwardInput } from '../src/model/cpu';
-import { generate } from '../src/model/generate';
-import { GpuModel } from '../src/model/gpu';
-import { initParams } from '../src/model/init';
-import { paramTable } from '../src/model/params';
-import { exportOnnx } from '../src/onnx/export';
-import { inspectOnnxModel } from '../src/onnx/import';
-import { maxRelDiff } from '../src/onnx/parity';
-import { OnnxPolicy } from '../src/onnx/policy';
-import { createSession, floats, int64Tensor, runSession, type Ort, type OrtSession } from '../src/onnx/runtime';
-import { Rng } from '../src/util/random';
+import type { GpuRuntime } from '../gpu/runtime';
+import { MODEL_PRESETS, type ModelConfig } from '../model/config';
+import type { ForwardInput } from '../model/cpu';
+import { generate } from '../model/generate';
+import { GpuModel } from '../model/gpu';
+import { initParams } from '../model/init';
+import { paramTable } from '../model/params';
+import { exportOnnx } from '../onnx/export';
+import { inspectOnnxModel } from '../onnx/import';
+import { maxRelDiff } from '../onnx/parity';
+import { OnnxPolicy } from '../onnx/policy';
+import { createSession, floats, int64Tensor, runSession, type Ort, type OrtSession } from '../onnx/runtime';
+import { Rng } from '../util/random';
 
 export type RacePreset = keyof typeof MODEL_PRESETS;
 

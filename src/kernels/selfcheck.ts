@@ -2,34 +2,12 @@
  * The built-in self-check: real kernels on the live device, verified against float64
  * references. Shown by the app at start-up and printed by `coderl gpu-info`.
  */
-import { recordSum, sumRef } from '../kernels/reduce_sum';
-import { saxpy, saxpyRef } from '../kernels/saxpy';
+import type { CheckResult, SelfCheckResult } from '../gpu/info';
+import type { GpuRuntime } from '../gpu/runtime';
 import { compareArrays, describeComparison, type Tolerance } from '../util/compare';
 import { Rng } from '../util/random';
-import type { GpuRuntime } from './runtime';
-
-export interface CheckResult {
-  name: string;
-  n: number;
-  ok: boolean;
-  maxAbsDiff: number;
-  tolerance: Tolerance;
-  /** why it failed (first values, worst element) */
-  detail?: string;
-}
-
-export interface SelfCheckResult {
-  ok: boolean;
-  checks: CheckResult[];
-  /** dispatches, submits and readbacks the check used */
-  dispatches: number;
-  submits: number;
-  /** GPU time per dispatch in ns, when the adapter has timestamp-query */
-  gpuTimings: { kernel: string; ns: number }[] | null;
-  wallMs: number;
-  /** set when the check could not run at all */
-  error?: string;
-}
+import { recordSum, sumRef } from './reduce_sum';
+import { saxpy, saxpyRef } from './saxpy';
 
 export interface SelfCheckOptions {
   seed?: number;

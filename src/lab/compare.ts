@@ -1,13 +1,13 @@
 /**
- * Comparing two rollouts (panels/RolloutCompare.tsx): side A and side B, each a record of some
+ * Comparing two rollouts (app/panels/RolloutCompare.tsx): side A and side B, each a record of some
  * iteration of some run; matching the same prompt across iterations, a side's place in its prompt
  * group, and the per-component reward difference under the what-if weights (the arithmetic is
  * whatif.ts: contribution = sign * weight * raw, a null raw counting 0).
  *
  * Pure functions over RolloutRecord; no DOM, no React, no editor types.
  */
-import type { RewardComponent } from '../../reward/reward';
-import type { RolloutRecord } from '../../rl/ppo-loop';
+import type { RewardComponent } from '../reward/reward';
+import type { RolloutRecord } from '../rl/ppo-loop';
 import { groupKey, groupStats, rescore, type RewardWeights } from './whatif';
 
 /** One side of a comparison: a rollout of iteration `iteration` of run `run`. */

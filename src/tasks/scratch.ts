@@ -3,7 +3,7 @@
  * completion is the program, each `console.assert(` call site in `tests` is one test), with a
  * reference completion that passes every test.
  */
-import type { Task } from '../tasks/types';
+import type { Task } from './types';
 
 export const SCRATCH_TASK: Task = {
   task_id: 'scratch/isPalindrome',

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import type { RewardComponent } from '../../reward/reward';
-import type { RolloutRecord } from '../../rl/ppo-loop';
+import type { RewardComponent } from '../reward/reward';
+import type { RolloutRecord } from '../rl/ppo-loop';
 import { arrange, finalAdvantage, firstCommentLine, groupStats, matchesFilter, meanAdvantage, NO_FILTER, recordedWeights, rescore, sortValue } from './whatif';
 
 /** A component as computeReward records it: contribution = sign * weight * raw (0 for a null raw). */

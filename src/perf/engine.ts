@@ -12,19 +12,19 @@
  * submit awaited; TF.js's queue submitted and drained), median of the repetitions. Runs in Node
  * and in the browser: it takes a runtime and a loaded TF.js.
  */
-import type { GpuRuntime, RuntimeStats } from '../src/gpu/runtime';
-import { matmulForwardRef, recordMatmulForward, type MatmulProblem, type MatmulStrategy } from '../src/kernels/matmul';
-import { crossEntropyRef } from '../src/kernels/crossentropy';
-import { MODEL_PRESETS, type ModelConfig } from '../src/model/config';
-import { CpuModel } from '../src/model/cpu';
-import { generate } from '../src/model/generate';
-import { GpuModel } from '../src/model/gpu';
-import { GpuTrainer } from '../src/model/gpu-train';
-import { initParams } from '../src/model/init';
-import { DEFAULT_OPTIM, type TokenBatch } from '../src/model/optim';
-import { paramTable } from '../src/model/params';
-import { compareArrays } from '../src/util/compare';
-import { Rng } from '../src/util/random';
+import type { GpuRuntime, RuntimeStats } from '../gpu/runtime';
+import { matmulForwardRef, recordMatmulForward, type MatmulProblem, type MatmulStrategy } from '../kernels/matmul';
+import { crossEntropyRef } from '../kernels/crossentropy';
+import { MODEL_PRESETS, type ModelConfig } from '../model/config';
+import { CpuModel } from '../model/cpu';
+import { generate } from '../model/generate';
+import { GpuModel } from '../model/gpu';
+import { GpuTrainer } from '../model/gpu-train';
+import { initParams } from '../model/init';
+import { DEFAULT_OPTIM, type TokenBatch } from '../model/optim';
+import { paramTable } from '../model/params';
+import { compareArrays } from '../util/compare';
+import { Rng } from '../util/random';
 import { TfjsGpt, TfjsMatmul, tfjsAdapterInfo, tfjsFinish, type Tf } from './tfjs';
 
 export type PresetName = keyof typeof MODEL_PRESETS;

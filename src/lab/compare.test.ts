@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { create } from 'zustand';
-import type { RewardComponent } from '../../reward/reward';
-import type { RolloutRecord } from '../../rl/ppo-loop';
-import type { LabState } from '../../store';
-import { createRolloutSlice, type RolloutSlice } from '../../store/rolloutSlice';
+import type { RewardComponent } from '../reward/reward';
+import type { RolloutRecord } from '../rl/ppo-loop';
+import type { LabState } from '../store';
+import { createRolloutSlice, type RolloutSlice } from '../store/rolloutSlice';
 import { breakdownDiff, matchPrompt, promptLanguage, sampleNumber, sideKey, sideOf, sideScore } from './compare';
 import { groupStats, rescore, type RewardWeights } from './whatif';
 

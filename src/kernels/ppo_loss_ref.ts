@@ -1,6 +1,7 @@
 /**
  * The policy-gradient losses of PPO and GRPO, per token, as the float64 reference both backends
- * follow (the cpu backend runs it; the GPU kernel shaders/ppo_loss.wgsl is checked against it).
+ * follow (the cpu backend runs it; the GPU kernel shaders/ppo_loss.wgsl, wrapped by ppo_loss.ts,
+ * is checked against it).
  *
  * Given, for each token of a minibatch, the new log-prob, entropy and value from the forward
  * pass and the rollout's old log-prob, old value, advantage, return and reference log-prob, it
@@ -15,7 +16,6 @@
  *   loss       = policy + vfCoef value - entCoef entropy + klCoef kl
  * Stats: approxkl = mean((ratio - 1) - log ratio) (CleanRL), clipfrac = mean(|ratio - 1| > clip).
  */
-import type { TokenBatch } from './optim';
 
 export interface RlLossConfig {
   /** PPO clip range epsilon */
@@ -32,8 +32,11 @@ export interface RlLossConfig {
   invTemp: number;
 }
 
-/** A minibatch for a policy-gradient step: tokens and targets as for SFT, plus per-token rollout data. */
-export interface RlBatch extends TokenBatch {
+/**
+ * The per-token rollout data of a policy-gradient minibatch, each (B, T); model/optim.ts RlBatch
+ * adds the tokens, targets and loss mask of a TokenBatch.
+ */
+export interface RlRollout {
   /** (B, T) log-prob of the target under the policy that sampled it */
   oldLogp: Float32Array<ArrayBuffer>;
   /** (B, T) value-head output at sampling time */
@@ -70,14 +73,15 @@ export const RL_STAT_FIELDS = ['policyLoss', 'valueLoss', 'entropy', 'kl', 'appr
 /**
  * float64 reference. Writes dlogp, dentropy, dvalue (n) for a loss that is a mean over
  * `tokens` masked tokens (scale = 1 / tokens over the whole optimizer step, so micro-batches
- * add up); adds this batch's sums to `sums` (unscaled).
+ * add up); adds this batch's sums to `sums` (unscaled). `b`: the rollout fields and the (B, T)
+ * loss mask of an RlBatch.
  */
 export function rlTokenGradsRef(
   out: { dlogp: Float64Array; dentropy: Float64Array; dvalue: Float64Array },
   logp: ArrayLike<number>,
   entropy: ArrayLike<number>,
   values: ArrayLike<number>,
-  b: Pick<RlBatch, 'mask' | 'oldLogp' | 'oldValues' | 'advantages' | 'returns' | 'refLogp'>,
+  b: RlRollout & { mask: Float32Array<ArrayBuffer> },
   n: number,
   cfg: RlLossConfig,
   scale: number,

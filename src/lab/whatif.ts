@@ -8,8 +8,8 @@
  * samples of one turn: identity (group, turn), as the GRPO update forms them (rl/ppo-loop.ts
  * groups by `group * 2 + turn - 1`), so a repair turn is ranked apart from its first attempts.
  */
-import type { RewardComponent } from '../../reward/reward';
-import type { RolloutRecord } from '../../rl/ppo-loop';
+import type { RewardComponent } from '../reward/reward';
+import type { RolloutRecord } from '../rl/ppo-loop';
 
 /** What-if weights by component name; a component not named keeps the weight it was recorded with. */
 export type RewardWeights = Readonly<Record<string, number>>;

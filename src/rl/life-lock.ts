@@ -1,0 +1,27 @@
+/**
+ * A worker's life lock: the worker requests a Web Lock of a name the page chose and never lets it
+ * go, so the browser releases it exactly when the worker's global is gone, however it ended
+ * (closed itself, terminated, crashed). The page learns of a worker that died without a word by
+ * asking for the same lock (runSlice.ts), and a test learns that a finished worker is really gone
+ * from `navigator.locks.query()`, whatever the devtools protocol's list of workers still says.
+ */
+
+/** Names of the locks: a prefix per kind of worker, then a random id. */
+export const LIFE_LOCK_PREFIX = { run: 'coderl-run-worker-', eval: 'coderl-eval-worker-' } as const;
+
+/** A fresh life-lock name for a worker of `kind`, or undefined where Web Locks are missing. */
+export function newLifeLock(kind: keyof typeof LIFE_LOCK_PREFIX): string | undefined {
+  return typeof navigator !== 'undefined' && navigator.locks ? `${LIFE_LOCK_PREFIX[kind]}${crypto.randomUUID()}` : undefined;
+}
+
+/** In the worker: takes the lock `name` and holds it for as long as this worker lives; resolves once held. */
+export function holdLifeLock(name: string | undefined): Promise<void> {
+  const locks = typeof navigator !== 'undefined' ? navigator.locks : undefined;
+  if (!name || !locks) return Promise.resolve();
+  return new Promise((held) => {
+    void locks.request(name, () => {
+      held();
+      return new Promise<never>(() => {}); // released only when this worker ends
+    });
+  });
+}
