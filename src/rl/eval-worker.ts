@@ -135,8 +135,7 @@ async function start(m: ToEvalWorker): Promise<void> {
     await runtime?.release();
   }
   // the result goes out only once the sandbox workers and the GPU device are released (the device
-  // reported gone, not only asked to go): the page terminates this worker on it, and a worker
-  // terminated inside the device's teardown was seen to linger (never leaving the page's worker list)
+  // reported gone, not only asked to go); posting it closes this worker (post)
   post(done);
 }
 

@@ -1,9 +1,10 @@
 /**
- * A worker's life lock: the worker requests a Web Lock of a name the page chose and never lets it
+ * How the run and eval workers' lives end, both sides. A worker's life lock: the worker requests a Web Lock of a name the page chose and never lets it
  * go, so the browser releases it exactly when the worker's global is gone, however it ended
  * (closed itself, terminated, crashed). The page learns of a worker that died without a word by
  * asking for the same lock (runSlice.ts), and a test learns that a finished worker is really gone
  * from `navigator.locks.query()`, whatever the devtools protocol's list of workers still says.
+ * A worker closes itself after its last message; endWorker is the page's side of that.
  */
 
 /** Names of the locks: a prefix per kind of worker, then a random id. */
@@ -24,4 +25,17 @@ export function holdLifeLock(name: string | undefined): Promise<void> {
       return new Promise<never>(() => {}); // released only when this worker ends
     });
   });
+}
+
+/** How long a worker that sent its last message has to close itself before the page terminates it, ms. */
+export const SELF_CLOSE_MS = 5000;
+
+/**
+ * The page's side of a worker's end: one that sent its last message (`closing`) is closing itself,
+ * and is terminated only as a backstop after SELF_CLOSE_MS (a terminated worker was seen to linger
+ * in the devtools worker list); any other end (Stop, an error event, a lost worker) terminates it at once.
+ */
+export function endWorker(w: { terminate(): void }, closing: boolean): void {
+  if (closing) setTimeout(() => w.terminate(), SELF_CLOSE_MS);
+  else w.terminate();
 }

@@ -95,7 +95,7 @@ export class SandboxPool {
     while (this.queue.length >= this.queueLimit && !this.closed) await new Promise<void>((r) => this.spaceWaiters.push(r));
     if (this.closed) throw new Error('the sandbox pool is closed');
     if (this.broken) return { result: Promise.resolve(failedRun(job.task.task_id, 'error', this.broken)), worker: Promise.resolve(0) };
-    let assigned: (n: number) => void = () => {};
+    let assigned!: (n: number) => void;
     const worker = new Promise<number>((r) => (assigned = r));
     const result = new Promise<RunResult>((resolve) =>
       this.queue.push({
@@ -104,7 +104,7 @@ export class SandboxPool {
           assigned(0); // a no-op once assigned
           resolve(r);
         },
-        assigned: (n) => assigned(n),
+        assigned,
       }),
     );
     this.pump();

@@ -109,7 +109,7 @@ def _make_guard():
     typ, ln, refused, frame_attrs, banned, private, network, process = _type, _len, _REFUSED, _FRAME_ATTRS, _BANNED, _PRIVATE, _NETWORK, _PROCESS
     reading = False  # true only while walk() reads tb_frame
     permit = None  # the one code object the harness is about to exec
-    tripped = None  # the first refused event since take()
+    tripped = None  # the verdict's message for the first refused event since take()
 
     def hook(event, args):
         nonlocal permit, tripped
@@ -135,16 +135,16 @@ def _make_guard():
             what = event
         elif event in network:
             if tripped is None:
-                tripped = 'network:' + event
+                tripped = 'the program tried to reach the network (' + event + '); the sandbox has none'
             raise PermissionError(13, 'sandbox: the network is not reachable (' + event + ')')
         elif event in process:
             if tripped is None:
-                tripped = 'process:' + event
+                tripped = 'the program tried to run a command on the host (' + event + '); the sandbox has no processes'
             raise PermissionError(13, 'sandbox: starting a process is not allowed (' + event + ')')
         else:
             return
         if tripped is None:
-            tripped = what
+            tripped = 'the program tried to inspect the interpreter: ' + what + ' is not allowed in the sandbox'
         raise RuntimeError('sandbox: ' + what + ' is not allowed')
 
     def walk(tb):
@@ -365,12 +365,8 @@ def __coderl_run(program, tests, entry):
             _restore(state)
             out['recycle'] = True
         tried = _take()
-        if tried and tried[:8] == 'network:':
-            out['stop'] = {'verdict': 'tampering', 'message': 'the program tried to reach the network (' + tried[8:] + '); the sandbox has none'}
-        elif tried and tried[:8] == 'process:':
-            out['stop'] = {'verdict': 'tampering', 'message': 'the program tried to run a command on the host (' + tried[8:] + '); the sandbox has no processes'}
-        elif tried:
-            out['stop'] = {'verdict': 'tampering', 'message': 'the program tried to inspect the interpreter: ' + tried + ' is not allowed in the sandbox'}
+        if tried:
+            out['stop'] = {'verdict': 'tampering', 'message': tried}
     return _json.dumps(out)
 
 def _run(program, tree, entry, out, state):

@@ -14,7 +14,7 @@
  * is offered like a checkpoint; the worker loads it in onnxruntime-web. The Experiment setup
  * offers the same models as a run's KL reference (app/setup/ReferencePicker.tsx).
  */
-import { newLifeLock } from '../rl/life-lock';
+import { endWorker, newLifeLock } from '../rl/life-lock';
 import type { StateCreator } from 'zustand';
 import { loadCheckpointBrowser } from '../checkpoint/browser';
 import { summarise, type CheckpointInfo } from '../lab/checkpoints';
@@ -182,13 +182,10 @@ let suiteSeq = 0;
 type LastMessage = Extract<FromEvalWorker, { type: 'done' | 'error' }> | { type: 'stopped' };
 type ProgressMessage = Exclude<FromEvalWorker, { type: 'done' | 'error' }>;
 
-/** How long a worker that sent its last message has to close itself before it is terminated, ms. */
-const SELF_CLOSE_MS = 5000;
-
 /**
  * Runs `start` in a fresh eval worker, handing its progress to `on`; resolves with its last
- * message. A worker that sent its last message closes itself (terminated after SELF_CLOSE_MS if it
- * has not); Stop, an error event or an unreadable message terminate it at once.
+ * message. A worker that sent its last message closes itself (life-lock.ts endWorker); Stop, an
+ * error event or an unreadable message terminate it at once.
  */
 function evalInWorker(start: ToEvalWorker, on: (m: ProgressMessage) => void): Promise<LastMessage> {
   return new Promise((resolve) => {
@@ -198,8 +195,7 @@ function evalInWorker(start: ToEvalWorker, on: (m: ProgressMessage) => void): Pr
     const end = (m: LastMessage, closing = false): void => {
       if (over) return;
       over = true;
-      if (closing) setTimeout(() => w.terminate(), SELF_CLOSE_MS);
-      else w.terminate();
+      endWorker(w, closing);
       if (live?.worker === w) live = null;
       resolve(m);
     };

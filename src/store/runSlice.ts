@@ -10,7 +10,7 @@
  * same preset, seed, overrides and name resumes it. The live worker stays in this module,
  * outside the store, and is terminated when the run ends.
  */
-import { newLifeLock } from '../rl/life-lock';
+import { endWorker, newLifeLock } from '../rl/life-lock';
 import type { StateCreator } from 'zustand';
 import { currentRuntime } from './gpuSlice';
 import { RL_PRESETS, resolveConfig, type RlConfig } from '../rl/config';
@@ -123,8 +123,6 @@ let inspectSeq = 0;
 type StartMessage = Extract<ToRunWorker, { type: 'start' }>;
 type LastMessage = Extract<FromRunWorker, { type: 'done' | 'stopped' | 'error' }>;
 
-/** How long a run worker that sent its last message has to close itself before it is terminated, ms. */
-const SELF_CLOSE_MS = 5000;
 type ProgressMessage = Exclude<FromRunWorker, LastMessage>;
 
 /**
@@ -140,12 +138,11 @@ function runInWorker(start: StartMessage, on: (m: ProgressMessage) => void): Pro
     const lifeLock = newLifeLock('run');
     let over = false;
     let watching = false;
-    /** `closing`: the worker sent this as its last message and is closing itself (terminated after SELF_CLOSE_MS if not) */
+    /** `closing`: the worker sent this as its last message and is closing itself */
     const end = (m: LastMessage, closing = false): void => {
       if (over) return;
       over = true;
-      if (closing) setTimeout(() => w.terminate(), SELF_CLOSE_MS);
-      else w.terminate();
+      endWorker(w, closing);
       if (worker === w) worker = null;
       resolve(m);
     };
