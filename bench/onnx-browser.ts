@@ -9,7 +9,16 @@ import { join } from 'node:path';
 import type { OnnxRaceResult, RacePreset } from '../src/perf/onnx';
 
 /** As e2e/browser.ts: only --enable-unsafe-webgpu matters for WebGPU; the rest keep Chromium quiet and offline. */
-const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-quic', '--enable-unsafe-webgpu'];
+const CHROMIUM_ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  '--no-first-run',
+  '--disable-quic',
+  '--enable-unsafe-webgpu',
+];
 
 export interface BrowserRaceOptions {
   preset: RacePreset;
@@ -24,7 +33,8 @@ export async function browserOnnxRace(o: BrowserRaceOptions): Promise<{ adapter:
   const say = o.say ?? (() => {});
   const chromiumPath = o.chromium ?? process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
   if (!existsSync(join(o.root, 'dist/index.html'))) throw new Error(`${join(o.root, 'dist')} holds no built app: run npm run build first`);
-  if (!existsSync(chromiumPath)) throw new Error(`Chromium not found at ${chromiumPath}: apt-get install -y chromium, or set CHROMIUM_PATH`);
+  if (!existsSync(chromiumPath))
+    throw new Error(`Chromium not found at ${chromiumPath}: apt-get install -y chromium, or set CHROMIUM_PATH`);
   const [{ preview }, { chromium }] = await Promise.all([import('vite'), import('playwright-core')]);
   const server = await preview({ root: o.root, logLevel: 'warn', preview: { host: '127.0.0.1', port: 0, strictPort: false, open: false } });
   const browser = await chromium.launch({ executablePath: chromiumPath, args: CHROMIUM_ARGS, headless: true });
@@ -37,14 +47,25 @@ export async function browserOnnxRace(o: BrowserRaceOptions): Promise<{ adapter:
     say(`opening ${url} in ${chromiumPath}`);
     await page.goto(url);
     const status = page.getByTestId('gpu-status');
-    await page.waitForFunction(() => /ready|unavailable|check-failed|lost/.test(document.querySelector('[data-testid="gpu-status"]')?.getAttribute('data-state') ?? ''), null, { timeout: 120_000 });
-    if ((await status.getAttribute('data-state')) !== 'ready') throw new Error(`the page's WebGPU device is not ready (${await status.getAttribute('data-state')})`);
+    await page.waitForFunction(
+      () =>
+        /ready|unavailable|check-failed|lost/.test(document.querySelector('[data-testid="gpu-status"]')?.getAttribute('data-state') ?? ''),
+      null,
+      { timeout: 120_000 },
+    );
+    if ((await status.getAttribute('data-state')) !== 'ready')
+      throw new Error(`the page's WebGPU device is not ready (${await status.getAttribute('data-state')})`);
     const race = page.getByTestId('onnx-race');
     await race.getByTestId('onnx-race-preset').selectOption(o.preset);
     say(`racing ${o.preset} in the page (our engine, ORT webgpu, ORT wasm)`);
     await race.getByTestId('onnx-race-run').click();
-    await page.waitForFunction(() => /done|error/.test(document.querySelector('[data-testid="onnx-race"]')?.getAttribute('data-state') ?? ''), null, { timeout: o.timeoutMs ?? 600_000, polling: 1000 });
-    if ((await race.getAttribute('data-state')) === 'error') throw new Error(`the race failed in the page: ${await race.getByTestId('onnx-race-error').textContent()}`);
+    await page.waitForFunction(
+      () => /done|error/.test(document.querySelector('[data-testid="onnx-race"]')?.getAttribute('data-state') ?? ''),
+      null,
+      { timeout: o.timeoutMs ?? 600_000, polling: 1000 },
+    );
+    if ((await race.getAttribute('data-state')) === 'error')
+      throw new Error(`the race failed in the page: ${await race.getByTestId('onnx-race-error').textContent()}`);
     const result = JSON.parse((await race.getAttribute('data-result'))!) as OnnxRaceResult;
     const adapter = await page.evaluate(async () => {
       const a = await navigator.gpu?.requestAdapter();

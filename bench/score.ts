@@ -56,8 +56,15 @@ async function timeSuite(file: string, name: string, expectPassed: number, worke
     const t0 = performance.now();
     const timed = await scoreCompletions(pool, tasks, completions, { limits });
     const seconds = (performance.now() - t0) / 1000;
-    if (timed.filter((r) => r.passed).length !== expectPassed) throw new Error(`bench score: ${name}: timed pass differs from the expected ${expectPassed}`);
-    return { suite: name, workers, programs: completions.length, seconds: Math.round(seconds * 100) / 100, programs_per_s: Math.round((completions.length / seconds) * 10) / 10 };
+    if (timed.filter((r) => r.passed).length !== expectPassed)
+      throw new Error(`bench score: ${name}: timed pass differs from the expected ${expectPassed}`);
+    return {
+      suite: name,
+      workers,
+      programs: completions.length,
+      seconds: Math.round(seconds * 100) / 100,
+      programs_per_s: Math.round((completions.length / seconds) * 10) / 10,
+    };
   } finally {
     pool.close();
   }
@@ -67,7 +74,8 @@ export async function benchScore(opts: { quick?: boolean } = {}): Promise<ScoreB
   const n = defaultPoolSize();
   const rows: ScoreBenchRow[] = [];
   for (const s of SUITES) {
-    for (const workers of [...new Set([1, n, availableParallelism()])]) rows.push(await timeSuite(s.file, s.name, s.expectPassed, workers, opts.quick === true));
+    for (const workers of [...new Set([1, n, availableParallelism()])])
+      rows.push(await timeSuite(s.file, s.name, s.expectPassed, workers, opts.quick === true));
   }
   return { cores_minus_one: n, rows, analysis: await benchAnalysis() };
 }
@@ -93,7 +101,10 @@ async function benchAnalysis(): Promise<AnalysisBenchRow> {
 export function formatScoreBench(r: ScoreBenchResult): string {
   const a = r.analysis;
   return [
-    ...r.rows.map((x) => `${x.suite.padEnd(28)} ${String(x.workers).padStart(2)} worker(s): ${String(x.programs_per_s).padStart(7)} programs/s (${x.programs} programs in ${x.seconds} s)`),
+    ...r.rows.map(
+      (x) =>
+        `${x.suite.padEnd(28)} ${String(x.workers).padStart(2)} worker(s): ${String(x.programs_per_s).padStart(7)} programs/s (${x.programs} programs in ${x.seconds} s)`,
+    ),
     `analysis + reward (JS, main thread): cold ${a.cold_programs_per_s} programs/s, cached ${a.cached_programs_per_s} programs/s (hit rate ${(a.hit_rate * 100).toFixed(0)}%)`,
   ].join('\n');
 }

@@ -55,7 +55,10 @@ async function main() {
   let bundle = process.env.CODERL_BUNDLE;
   if (!bundle) {
     bundle = join(root, 'node_modules/.cache/coderl/cli.mjs');
-    const sources = Math.max(...['src', 'shaders', 'bench'].map((d) => newestMtime(join(root, d))), statSync(fileURLToPath(import.meta.url)).mtimeMs);
+    const sources = Math.max(
+      ...['src', 'shaders', 'bench'].map((d) => newestMtime(join(root, d))),
+      statSync(fileURLToPath(import.meta.url)).mtimeMs,
+    );
     if (!existsSync(bundle) || statSync(bundle).mtimeMs < sources) {
       mkdirSync(dirname(bundle), { recursive: true });
       const tmp = `${bundle}.${process.pid}.tmp`; // concurrent launches never see a half-written bundle

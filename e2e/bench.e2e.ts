@@ -13,7 +13,8 @@ describe('the Benchmarks panel in Chromium', () => {
     await expect.poll(() => bench.getAttribute('data-state'), { timeout: 150_000, interval: 1000 }).toMatch(/done|error/);
     await page.getByTestId('panel-bench').scrollIntoViewIfNeeded();
     await screenshot('bench-results');
-    if ((await bench.getAttribute('data-state')) === 'error') throw new Error(`bench failed: ${await page.getByTestId('bench-error').textContent()}`);
+    if ((await bench.getAttribute('data-state')) === 'error')
+      throw new Error(`bench failed: ${await page.getByTestId('bench-error').textContent()}`);
 
     const number = async (id: string): Promise<number> => Number((await page.getByTestId(id).textContent())?.trim());
     const figures: Record<string, number> = {};

@@ -28,11 +28,21 @@ beforeAll(async () => {
   importedConfig = { nLayer: 1, dModel: 32, nHead: 2, contextLength: 64, vocabSize: tokenizer.vocabSize };
   const table = paramTable(importedConfig);
   const optimizer = { m: new Float32Array(table.total).fill(0.5), v: new Float32Array(table.total).fill(0.25), step: 7 };
-  validBytes = saveModel({ config: importedConfig, tokenizer: tokenizer.toJSON(), params: initParams(table, 3), optimizer, meta: { step: 7 } });
+  validBytes = saveModel({
+    config: importedConfig,
+    tokenizer: tokenizer.toJSON(),
+    params: initParams(table, 3),
+    optimizer,
+    meta: { step: 7 },
+  });
   const corrupt = validBytes.slice();
   corrupt[corrupt.length - 3]! ^= 0xff; // the last bytes are tensor data: the CRC no longer matches
   // a well-formed container whose tensors do not fit its config
-  const mismatched = encodeCheckpoint({ config: { ...MODEL_PRESETS.tiny }, tokenizer: null, tensors: { 'param/wte': { data: new Float32Array(4), shape: [2, 2] } } });
+  const mismatched = encodeCheckpoint({
+    config: { ...MODEL_PRESETS.tiny },
+    tokenizer: null,
+    tensors: { 'param/wte': { data: new Float32Array(4), shape: [2, 2] } },
+  });
   files.valid = join(dir, 'e2e-model.crlckpt');
   files.corrupt = join(dir, 'corrupt.crlckpt');
   files.notCheckpoint = join(dir, 'notes.crlckpt');

@@ -24,10 +24,18 @@ beforeAll(async () => {
 }, 300_000);
 
 const rollouts = (it: number): RolloutRecord[] =>
-  new TextDecoder().decode(run.files[`rollouts/iter-${String(it).padStart(4, '0')}.jsonl`]).trim().split('\n').map((l) => JSON.parse(l) as RolloutRecord);
+  new TextDecoder()
+    .decode(run.files[`rollouts/iter-${String(it).padStart(4, '0')}.jsonl`])
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as RolloutRecord);
 
 /** The text a diff side's editor renders (Monaco writes spaces as U+00A0). */
-const shown = (editor: Locator): Promise<string> => editor.locator('.view-lines').first().evaluate((e) => (e.textContent ?? '').replace(/\u00a0/g, ' '));
+const shown = (editor: Locator): Promise<string> =>
+  editor
+    .locator('.view-lines')
+    .first()
+    .evaluate((e) => (e.textContent ?? '').replace(/\u00a0/g, ' '));
 
 /**
  * A completion's first line as Monaco renders it: control characters as their Control Pictures
@@ -35,7 +43,10 @@ const shown = (editor: Locator): Promise<string> => editor.locator('.view-lines'
  */
 function rendered(completion: string): string {
   const line = completion.split('\n').find((l) => l.trim()) ?? '';
-  const pictured = line.replace(/[\u0000-\u0008\u000b-\u001f\u007f]/g, (c) => String.fromCharCode(c === '\u007f' ? 0x2421 : 0x2400 + c.charCodeAt(0)));
+  // eslint-disable-next-line no-control-regex -- control characters are what it pictures
+  const pictured = line.replace(/[\u0000-\u0008\u000b-\u001f\u007f]/g, (c) =>
+    String.fromCharCode(c === '\u007f' ? 0x2421 : 0x2400 + c.charCodeAt(0)),
+  );
   return pictured.split('\t').reduce((a, b) => (b.trim().length > a.length ? b.trim() : a), '');
 }
 
@@ -44,8 +55,13 @@ async function header(page: Page, side: 'a' | 'b') {
   const h = page.getByTestId(`compare-side-${side}`);
   const at = async (name: string) => (await h.getAttribute(`data-${name}`)) ?? '';
   return {
-    iteration: Number(await at('iteration')), index: Number(await at('index')), task: await at('task'), tests: await at('tests'),
-    total: Number(await at('total')), recorded: Number(await at('recorded-total')), reward: await page.getByTestId(`compare-reward-${side}`).textContent(),
+    iteration: Number(await at('iteration')),
+    index: Number(await at('index')),
+    task: await at('task'),
+    tests: await at('tests'),
+    total: Number(await at('total')),
+    recorded: Number(await at('recorded-total')),
+    reward: await page.getByTestId(`compare-reward-${side}`).textContent(),
   };
 }
 
@@ -80,7 +96,9 @@ describe('Compare in Chromium', () => {
     await expect.poll(() => page.getByTestId('rollout-row').count(), { timeout: 30_000 }).toBe(it2.length);
 
     // (1) A and B: two rollouts of one prompt of iteration 2 with different completions (different rewards if any)
-    const pairs = it2.flatMap((x, i) => it2.map((y, j) => ({ i, j, x, y }))).filter(({ i, j, x, y }) => i < j && x.task_id === y.task_id && x.completion !== y.completion);
+    const pairs = it2
+      .flatMap((x, i) => it2.map((y, j) => ({ i, j, x, y })))
+      .filter(({ i, j, x, y }) => i < j && x.task_id === y.task_id && x.completion !== y.completion);
     const { i: iA, j: iB } = pairs.find(({ x, y }) => x.reward.total !== y.reward.total) ?? pairs[0]!;
     expect(iA, 'two rollouts of one prompt that differ').toBeDefined();
     const row = (i: number) => page.locator(`[data-testid="rollout-row"][data-index="${i}"]`);
@@ -93,16 +111,27 @@ describe('Compare in Chromium', () => {
     // a complete pair brings the Compare tab forward
     await expect.poll(() => page.getByTestId('code-tab-compare').getAttribute('aria-selected')).toBe('true');
     await expectDiff(page, it2[iA]!, it2[iB]!);
-    for (const [side, i] of [['a', iA], ['b', iB]] as const) {
+    for (const [side, i] of [
+      ['a', iA],
+      ['b', iB],
+    ] as const) {
       const h = await header(page, side);
       const r = it2[i]!;
-      expect(h).toMatchObject({ iteration: 2, index: i, task: r.task_id, tests: `${r.tests_passed}/${r.tests_total}`, reward: r.reward.total.toFixed(3) });
+      expect(h).toMatchObject({
+        iteration: 2,
+        index: i,
+        task: r.task_id,
+        tests: `${r.tests_passed}/${r.tests_total}`,
+        reward: r.reward.total.toFixed(3),
+      });
       expect(h.total).toBeCloseTo(r.reward.total, 5);
       expect(h.recorded).toBeCloseTo(r.reward.total, 5);
     }
     const breakdown = page.getByTestId('compare-breakdown');
     expect(Number(await breakdown.getAttribute('data-delta'))).toBeCloseTo(it2[iB]!.reward.total - it2[iA]!.reward.total, 5);
-    expect(await breakdown.locator('tbody tr').count()).toBe(new Set([...it2[iA]!.reward.components, ...it2[iB]!.reward.components].map((c) => c.name)).size);
+    expect(await breakdown.locator('tbody tr').count()).toBe(
+      new Set([...it2[iA]!.reward.components, ...it2[iB]!.reward.components].map((c) => c.name)).size,
+    );
     await shot('panel-code', 'compare-pair');
 
     // (2) swap from the keyboard, and back
@@ -132,7 +161,9 @@ describe('Compare in Chromium', () => {
     expect(matches.length, `task ${it2[iA]!.task_id} is prompted at iteration 1 too`).toBeGreaterThan(0);
     await page.getByTestId('compare-iteration').selectOption('1');
     const candidates = page.getByTestId('compare-candidate');
-    await expect.poll(() => candidates.evaluateAll((els) => els.map((e) => Number(e.getAttribute('data-index')))), { timeout: 30_000 }).toEqual(matches.map((m) => m.index));
+    await expect
+      .poll(() => candidates.evaluateAll((els) => els.map((e) => Number(e.getAttribute('data-index')))), { timeout: 30_000 })
+      .toEqual(matches.map((m) => m.index));
     const k = matches[matches.length - 1]!.index;
     await candidates.last().focus();
     await page.keyboard.press('Enter');

@@ -61,8 +61,19 @@ let benchReference: EvalSuiteResult;
  */
 function userSuite(heldout: string): string {
   const [a, b] = heldout.trim().split('\n');
-  const comment = { task_id: 'user/comment', language: 'javascript', prompt: 'function f(x) {\n  return x * 2;\n}\n// ', entry_point: 'f', tests: 'console.assert(f(2) === 4);\n', meta: { family: 'user' } };
-  const long = { ...comment, task_id: 'user/long', prompt: `// ${'return the sum of every number in the list '.repeat(12)}\nfunction g(xs) {\n` };
+  const comment = {
+    task_id: 'user/comment',
+    language: 'javascript',
+    prompt: 'function f(x) {\n  return x * 2;\n}\n// ',
+    entry_point: 'f',
+    tests: 'console.assert(f(2) === 4);\n',
+    meta: { family: 'user' },
+  };
+  const long = {
+    ...comment,
+    task_id: 'user/long',
+    prompt: `// ${'return the sum of every number in the list '.repeat(12)}\nfunction g(xs) {\n`,
+  };
   return [a, b, '{"task_id": "broken", ', JSON.stringify(comment), JSON.stringify(long)].join('\n') + '\n';
 }
 
@@ -72,7 +83,10 @@ beforeAll(async () => {
   const sft = loadModel(run.files['sft.ckpt']!);
   run.files['rm.ckpt'] = saveModel({ ...sft, meta: { stage: 'rm' } });
   const heldout = new TextDecoder().decode(run.files['tasks/heldout.jsonl']!);
-  heldoutIds = heldout.trim().split('\n').map((l) => (JSON.parse(l) as { task_id: string }).task_id);
+  heldoutIds = heldout
+    .trim()
+    .split('\n')
+    .map((l) => (JSON.parse(l) as { task_id: string }).task_id);
   heldoutCount = heldoutIds.length;
   dir = mkdtempSync(join(tmpdir(), 'coderl-eval-e2e-'));
   const text = userSuite(heldout);
@@ -96,16 +110,24 @@ beforeAll(async () => {
   }
 }, 180_000);
 
-interface Row { task: string; passed: number; total: number; unfit: boolean; error: string }
+interface Row {
+  task: string;
+  passed: number;
+  total: number;
+  unfit: boolean;
+  error: string;
+}
 
 const rows = (page: Page): Promise<Row[]> =>
-  page.getByTestId('eval-task').evaluateAll((els) => els.map((e) => ({
-    task: e.getAttribute('data-task')!,
-    passed: Number(e.getAttribute('data-passed')),
-    total: Number(e.getAttribute('data-total')),
-    unfit: e.getAttribute('data-unfit') === 'true',
-    error: e.lastElementChild?.textContent ?? '',
-  })));
+  page.getByTestId('eval-task').evaluateAll((els) =>
+    els.map((e) => ({
+      task: e.getAttribute('data-task')!,
+      passed: Number(e.getAttribute('data-passed')),
+      total: Number(e.getAttribute('data-total')),
+      unfit: e.getAttribute('data-unfit') === 'true',
+      error: e.lastElementChild?.textContent ?? '',
+    })),
+  );
 
 const shown = async (page: Page, k: number): Promise<number> => Number(await page.getByTestId(`eval-pass-${k}`).getAttribute('data-value'));
 
@@ -122,22 +144,31 @@ function recompute(table: Row[], k: number): number {
  * of three, at a commit before this session's changes too; it is logged, not asserted.
  */
 const evalWorkers = (page: Page): Promise<string[]> =>
-  page.evaluate(async (prefix) => ((await navigator.locks.query()).held ?? []).map((l) => l.name ?? '').filter((n) => n.startsWith(prefix)), LIFE_LOCK_PREFIX.eval);
-const listedEvalWorkers = (page: Page): string[] => page.workers().map((w) => new URL(w.url()).pathname).filter((p) => /\/eval-worker-[\w-]+\.js$/.test(p));
+  page.evaluate(
+    async (prefix) => ((await navigator.locks.query()).held ?? []).map((l) => l.name ?? '').filter((n) => n.startsWith(prefix)),
+    LIFE_LOCK_PREFIX.eval,
+  );
+const listedEvalWorkers = (page: Page): string[] =>
+  page
+    .workers()
+    .map((w) => new URL(w.url()).pathname)
+    .filter((p) => /\/eval-worker-[\w-]+\.js$/.test(p));
 
 async function settings(page: Page, s: Record<string, string>): Promise<void> {
   for (const [field, v] of Object.entries(s)) await page.getByTestId(`eval-${field}`).fill(v);
 }
 
 async function finish(page: Page): Promise<void> {
-  await expect.poll(() => page.getByTestId('eval-status').textContent(), { timeout: 480_000, interval: 500 }).toMatch(/^(done|error|stopped)$/);
+  await expect
+    .poll(() => page.getByTestId('eval-status').textContent(), { timeout: 480_000, interval: 500 })
+    .toMatch(/^(done|error|stopped)$/);
   const error = page.getByTestId('eval-error');
   if (await error.count()) throw new Error(`the evaluation failed: ${await error.textContent()}`);
   expect(await page.getByTestId('eval-status').textContent()).toBe('done');
 }
 
 describe('the Evaluate panel in Chromium', () => {
-  test('pass@k of a stored run\'s sft.ckpt on its held-out split and on a user suite file, consistent with the per-task table', async () => {
+  test("pass@k of a stored run's sft.ckpt on its held-out split and on a user suite file, consistent with the per-task table", async () => {
     const { page, errors, screenshot } = await open();
     const t = Date.now();
     const lap = (what: string) => console.log(`${((Date.now() - t) / 1000).toFixed(1)} s: ${what}`);
@@ -156,13 +187,17 @@ describe('the Evaluate panel in Chromium', () => {
     };
 
     // (1) the run's policy checkpoints are offered, the reward model is not
-    await expect.poll(() => ckpt.locator('option').evaluateAll((os) => os.map((o) => (o as HTMLOptionElement).value)), { timeout: 60_000 }).toContain(`run:${RUN}/sft.ckpt`);
+    await expect
+      .poll(() => ckpt.locator('option').evaluateAll((os) => os.map((o) => (o as HTMLOptionElement).value)), { timeout: 60_000 })
+      .toContain(`run:${RUN}/sft.ckpt`);
     const values = await ckpt.locator('option').evaluateAll((os) => os.map((o) => (o as HTMLOptionElement).value));
     for (const f of ['sft.ckpt', 'sft-best.ckpt', 'policy.ckpt']) expect(values, f).toContain(`run:${RUN}/${f}`);
     expect(values).not.toContain(`run:${RUN}/rm.ckpt`);
     expect(await panel.textContent()).toContain(`Not listed (reward models, not policies): ${RUN}/rm.ckpt`);
     await ckpt.selectOption(`run:${RUN}/sft.ckpt`);
-    expect(await page.getByTestId('eval-ckpt-config').textContent()).toMatch(/^1 layer, d_model 32, 2 heads, context 96, vocab \d+, [\d,]+ parameters; tokenizer of \d+ tokens; stage sft, step \d+$/);
+    expect(await page.getByTestId('eval-ckpt-config').textContent()).toMatch(
+      /^1 layer, d_model 32, 2 heads, context 96, vocab \d+, [\d,]+ parameters; tokenizer of \d+ tokens; stage sft, step \d+$/,
+    );
 
     // (2) the held-out split's first tasks (the limit field), n = 2, k = 1,2
     await page.getByTestId('eval-suite').selectOption(`run:${RUN}/heldout`);
@@ -183,8 +218,11 @@ describe('the Evaluate panel in Chromium', () => {
     await expect.poll(async () => (await evalWorkers(page)).length, { timeout: 60_000, interval: 100 }).toBe(1);
     await finish(page);
     const progress = await page.evaluate(() => (window as unknown as { __evalProgress: string[] }).__evalProgress);
-    console.log(`held-out: ${((Date.now() - t0) / 1000).toFixed(1)} s, ${await page.getByTestId('eval-result-info').textContent()}; progress seen: ${progress.join(' | ')}`);
-    for (const p of progress) expect(p).toMatch(new RegExp(`^(Starting the eval worker…|(Sampling|Scoring): \\d+ / ${HELDOUT_LIMIT} tasks)$`));
+    console.log(
+      `held-out: ${((Date.now() - t0) / 1000).toFixed(1)} s, ${await page.getByTestId('eval-result-info').textContent()}; progress seen: ${progress.join(' | ')}`,
+    );
+    for (const p of progress)
+      expect(p).toMatch(new RegExp(`^(Starting the eval worker…|(Sampling|Scoring): \\d+ / ${HELDOUT_LIMIT} tasks)$`));
     expect(progress.some((p) => p.startsWith('Sampling'))).toBe(true);
     expect(progress.some((p) => p.startsWith('Scoring'))).toBe(true);
     await expect.poll(() => evalWorkers(page), { timeout: WORKER_END_MS }).toEqual([]); // it ended itself at the end
@@ -235,7 +273,12 @@ describe('the Evaluate panel in Chromium', () => {
     expect(await issue.getAttribute('data-line')).toBe('3');
     expect(await issue.textContent()).toMatch(new RegExp(`^${SUITE_FILE}:3: bad JSON: `));
     expect(await page.getByTestId('eval-suite').inputValue()).toBe(`file:${SUITE_FILE}`);
-    await settings(page, { samples: String(USER.samples), k: USER.k.join(','), maxNewTokens: String(USER.maxNewTokens), seed: String(USER.seed) });
+    await settings(page, {
+      samples: String(USER.samples),
+      k: USER.k.join(','),
+      maxNewTokens: String(USER.maxNewTokens),
+      seed: String(USER.seed),
+    });
     await page.getByTestId('eval-backend').selectOption('cpu');
     await page.getByTestId('eval-start').click();
     await finish(page);
@@ -243,8 +286,14 @@ describe('the Evaluate panel in Chromium', () => {
     const user = await rows(page);
     console.log(`user suite: ${await page.getByTestId('eval-result-info').textContent()}; ${JSON.stringify(user)}`);
     expect(user.map((r) => r.task)).toEqual(reference.rows.map((r) => r.task_id));
-    expect(user.find((r) => r.task === 'user/long')).toMatchObject({ unfit: true, total: 0, error: expect.stringMatching(/^prompt of \d+ tokens does not fit the model's context of 96$/) });
-    expect(await page.getByTestId('eval-result-info').textContent()).toMatch(/3 tasks × 2 samples.* · 1 task left out: the prompt does not fit the context of 96/);
+    expect(user.find((r) => r.task === 'user/long')).toMatchObject({
+      unfit: true,
+      total: 0,
+      error: expect.stringMatching(/^prompt of \d+ tokens does not fit the model's context of 96$/),
+    });
+    expect(await page.getByTestId('eval-result-info').textContent()).toMatch(
+      /3 tasks × 2 samples.* · 1 task left out: the prompt does not fit the context of 96/,
+    );
     for (const k of USER.k) {
       expect(await shown(page, k), `pass@${k}`).toBeCloseTo(recompute(user, k), 10);
       expect(await shown(page, k), `pass@${k} as in Node`).toBeCloseTo(reference.passAtK[`pass@${k}`]!, 12);
@@ -266,22 +315,36 @@ describe('the Evaluate panel in Chromium', () => {
 
     // (6) the built-in benchmarks are suites to choose, with no file to open; HumanEval-X JavaScript evaluates as in Node
     const suiteSelect = page.getByTestId('eval-suite');
-    const offered = await suiteSelect.locator('optgroup[label="Built-in benchmarks"] option').evaluateAll((os) => os.map((o) => [(o as HTMLOptionElement).value, o.textContent]));
+    const offered = await suiteSelect
+      .locator('optgroup[label="Built-in benchmarks"] option')
+      .evaluateAll((os) => os.map((o) => [(o as HTMLOptionElement).value, o.textContent]));
     expect(offered).toEqual(BUILTIN_SUITES.map((b) => [`builtin:${b.name}`, builtinSuiteLabel(b)]));
     expect(offered.map(([, label]) => label)).toEqual(['HumanEval-X JavaScript (164 tasks)', 'HumanEval Python (164 tasks)']);
-    for (const b of [...BUILTIN_SUITES].reverse()) { // the one evaluated last
+    for (const b of [...BUILTIN_SUITES].reverse()) {
+      // the one evaluated last
       await suiteSelect.selectOption(`builtin:${b.name}`);
       await expect.poll(() => info.textContent(), { timeout: 30_000 }).toBe(`${b.title}: ${b.tasks} valid tasks`);
       expect(await info.getAttribute('data-tasks')).toBe(String(b.tasks));
       expect(await suiteSelect.inputValue()).toBe(`builtin:${b.name}`);
     }
     expect(await suiteSelect.inputValue()).toBe(`builtin:${BENCH.name}`);
-    await settings(page, { samples: '1', k: '1', temperature: '0', maxNewTokens: String(BENCH_SETTINGS.maxNewTokens), seed: '1', limit: String(benchLimit) });
+    await settings(page, {
+      samples: '1',
+      k: '1',
+      temperature: '0',
+      maxNewTokens: String(BENCH_SETTINGS.maxNewTokens),
+      seed: '1',
+      limit: String(benchLimit),
+    });
     await page.getByTestId('eval-start').click();
     await finish(page);
     const bench = await rows(page);
-    console.log(`${BENCH.name}: ${await page.getByTestId('eval-result-info').textContent()}; sampled ${JSON.stringify(bench.filter((r) => !r.unfit))}`);
-    expect(bench.map((r) => [r.task, r.passed, r.total, r.unfit])).toEqual(benchReference.rows.map((r) => [r.task_id, r.passed, r.total, r.unfit]));
+    console.log(
+      `${BENCH.name}: ${await page.getByTestId('eval-result-info').textContent()}; sampled ${JSON.stringify(bench.filter((r) => !r.unfit))}`,
+    );
+    expect(bench.map((r) => [r.task, r.passed, r.total, r.unfit])).toEqual(
+      benchReference.rows.map((r) => [r.task_id, r.passed, r.total, r.unfit]),
+    );
     expect(bench).toHaveLength(benchLimit);
     expect(bench.filter((r) => !r.unfit).length).toBeGreaterThan(0);
     expect(await shown(page, 1), 'pass@1 as in Node').toBeCloseTo(benchReference.passAtK['pass@1']!, 12);

@@ -90,7 +90,9 @@ describe('the Experiment panel in Chromium', () => {
     await start.click();
     const status = page.getByTestId('exp-status');
     await expect.poll(() => status.textContent(), { timeout: 60_000 }).toBe('running');
-    await expect.poll(() => page.getByTestId('exp-progress-sft').evaluate((p: HTMLProgressElement) => p.value), { timeout: 120_000 }).toBeGreaterThan(0);
+    await expect
+      .poll(() => page.getByTestId('exp-progress-sft').evaluate((p: HTMLProgressElement) => p.value), { timeout: 120_000 })
+      .toBeGreaterThan(0);
     await screenshot('experiment-running');
     console.log(`workers while running: ${workerPaths(page).join(', ')}`);
     expect(workerPaths(page).filter(isRunWorker), 'the run worker').toHaveLength(1);
@@ -98,7 +100,11 @@ describe('the Experiment panel in Chromium', () => {
     // a render fault in the Experiment panel itself: its message shows, the run carries on in its
     // worker (the SFT bar moves on while the panel is down), and Retry brings the panel back to the live run
     const sftBefore = await page.getByTestId('exp-progress-sft').evaluate((p: HTMLProgressElement) => p.value);
-    const fault = (on: boolean) => page.evaluate((v) => (window as unknown as { coderlPanelFault(id: string, on?: boolean): string[] }).coderlPanelFault('experiment', v), on);
+    const fault = (on: boolean) =>
+      page.evaluate(
+        (v) => (window as unknown as { coderlPanelFault(id: string, on?: boolean): string[] }).coderlPanelFault('experiment', v),
+        on,
+      );
     await fault(true);
     await page.getByTestId('panel-error-experiment').waitFor({ timeout: 10_000 });
     expect(await page.getByTestId('exp-status').count()).toBe(0);
@@ -115,27 +121,56 @@ describe('the Experiment panel in Chromium', () => {
     console.log(`SFT progress across the panel fault: ${sftBefore.toFixed(3)} -> ${sftAfter.toFixed(3)}`);
     expect(sftAfter).toBeGreaterThanOrEqual(sftBefore); // the remounted panel shows the live run, not a fresh one
     await expect
-      .poll(async () => (await status.textContent()) === 'done' || (await page.getByTestId('exp-progress-sft').evaluate((p: HTMLProgressElement) => p.value)) > sftBefore, { timeout: 240_000, interval: 1000 })
+      .poll(
+        async () =>
+          (await status.textContent()) === 'done' ||
+          (await page.getByTestId('exp-progress-sft').evaluate((p: HTMLProgressElement) => p.value)) > sftBefore,
+        { timeout: 240_000, interval: 1000 },
+      )
       .toBe(true);
     await expect.poll(() => status.textContent(), { timeout: 480_000, interval: 1000 }).toMatch(/^(done|error)$/);
     const seconds = (Date.now() - t0) / 1000;
-    console.log(`miniature run on ${await page.getByTestId('exp-run').textContent().then((t) => /on the (\w+) backend/.exec(t ?? '')?.[1])}: ${seconds.toFixed(1)} s`);
-    expect(await page.getByTestId('exp-error').count(), (await page.getByTestId('exp-error').textContent().catch(() => '')) ?? '').toBe(0);
+    console.log(
+      `miniature run on ${await page
+        .getByTestId('exp-run')
+        .textContent()
+        .then((t) => /on the (\w+) backend/.exec(t ?? '')?.[1])}: ${seconds.toFixed(1)} s`,
+    );
+    expect(
+      await page.getByTestId('exp-error').count(),
+      (await page
+        .getByTestId('exp-error')
+        .textContent()
+        .catch(() => '')) ?? '',
+    ).toBe(0);
     expect(await status.textContent()).toBe('done');
     expect(await page.getByTestId('exp-run').textContent()).toContain('on the webgpu backend');
     // the page stayed responsive: no 50 ms tick came more than a second late, PPO (GPU training) included
     const main = await mainThread.seen();
-    console.log(`main thread by phase: ${Object.entries(main).map(([p, m]) => `${p}: longest gap ${m.maxGap.toFixed(0)} ms (${m.ticks} ticks), ${m.longTasks} long tasks ${m.longTaskMs.toFixed(0)} ms`).join('; ')}`);
+    console.log(
+      `main thread by phase: ${Object.entries(main)
+        .map(
+          ([p, m]) =>
+            `${p}: longest gap ${m.maxGap.toFixed(0)} ms (${m.ticks} ticks), ${m.longTasks} long tasks ${m.longTaskMs.toFixed(0)} ms`,
+        )
+        .join('; ')}`,
+    );
     expect(main.ppo?.ticks ?? 0, 'ticks seen while PPO was active').toBeGreaterThanOrEqual(10);
     for (const [p, m] of Object.entries(main)) expect(m.maxGap, `longest gap while ${p} was active`).toBeLessThan(1000);
     await expect.poll(() => workerPaths(page).filter(isRunWorker), { timeout: WORKER_END_MS }).toEqual([]); // terminated when the run ended
     for (const p of PHASES) {
-      const bar = page.getByRole('progressbar', { name: `${{ setup: 'Setup', sft: 'SFT', 'sft-eval': 'SFT evaluation', 'rm-samples': 'Reward-model samples', rm: 'Reward model', ppo: 'PPO', eval: 'Final evaluation' }[p]} progress`, exact: true });
+      const bar = page.getByRole('progressbar', {
+        name: `${{ setup: 'Setup', sft: 'SFT', 'sft-eval': 'SFT evaluation', 'rm-samples': 'Reward-model samples', rm: 'Reward model', ppo: 'PPO', eval: 'Final evaluation' }[p]} progress`,
+        exact: true,
+      });
       expect(await bar.evaluate((el: HTMLProgressElement) => el.value), p).toBe(1);
-      expect(await page.locator(`.exp-phases li[data-phase="${p}"]`).getAttribute('data-state'), p).toBe(p.startsWith('rm') ? 'off' : 'done');
+      expect(await page.locator(`.exp-phases li[data-phase="${p}"]`).getAttribute('data-state'), p).toBe(
+        p.startsWith('rm') ? 'off' : 'done',
+      );
     }
     const summary = {} as Record<string, number>;
-    for (const id of ['exp-sft-heldout_pass1', 'exp-rl-heldout_pass1', 'exp-sft-train_pass1', 'exp-rl-train_pass1', 'exp-minutes']) summary[id] = await value(page, id);
+    for (const id of ['exp-sft-heldout_pass1', 'exp-rl-heldout_pass1', 'exp-sft-train_pass1', 'exp-rl-train_pass1', 'exp-minutes'])
+      summary[id] = await value(page, id);
     console.log(`summary: ${JSON.stringify(summary)}`);
     for (const [id, v] of Object.entries(summary)) {
       expect(Number.isFinite(v), id).toBe(true);
@@ -149,7 +184,22 @@ describe('the Experiment panel in Chromium', () => {
 
     // (3) the run directory is in OPFS
     const files = await opfsFiles(page, RUN);
-    for (const f of ['config.json', 'tokenizer.json', 'tasks/train.jsonl', 'tasks/val.jsonl', 'tasks/rl.jsonl', 'tasks/heldout.jsonl', 'sft.ckpt', 'sft.json', 'policy.ckpt', 'ppo-state.json', 'rollouts/iter-0001.jsonl', 'metrics.jsonl', 'summary.json', 'state.json']) {
+    for (const f of [
+      'config.json',
+      'tokenizer.json',
+      'tasks/train.jsonl',
+      'tasks/val.jsonl',
+      'tasks/rl.jsonl',
+      'tasks/heldout.jsonl',
+      'sft.ckpt',
+      'sft.json',
+      'policy.ckpt',
+      'ppo-state.json',
+      'rollouts/iter-0001.jsonl',
+      'metrics.jsonl',
+      'summary.json',
+      'state.json',
+    ]) {
       expect(files, f).toContain(f);
     }
     const metrics = await page.evaluate(async (run) => {
@@ -157,7 +207,10 @@ describe('the Experiment panel in Chromium', () => {
       const dir = await (await root.getDirectoryHandle('runs')).getDirectoryHandle(run);
       return (await (await dir.getFileHandle('metrics.jsonl')).getFile()).text();
     }, RUN);
-    const stages = metrics.trim().split('\n').map((l) => (JSON.parse(l) as { stage: string }).stage);
+    const stages = metrics
+      .trim()
+      .split('\n')
+      .map((l) => (JSON.parse(l) as { stage: string }).stage);
     expect(stages).toEqual(['sft', 'sft', 'sft', 'sft', 'sft-eval', 'ppo', 'rl-eval']); // appended line by line, none lost
     // the rollouts were scored in the sandbox pool, nested in the run worker: each ran its tests there
     const rollouts = await page.evaluate(async (run) => {
@@ -165,7 +218,10 @@ describe('the Experiment panel in Chromium', () => {
       const dir = await (await (await root.getDirectoryHandle('runs')).getDirectoryHandle(run)).getDirectoryHandle('rollouts');
       return (await (await dir.getFileHandle('iter-0001.jsonl')).getFile()).text();
     }, RUN);
-    const records = rollouts.trim().split('\n').map((l) => JSON.parse(l) as { verdict: string; message?: string; tests_total: number });
+    const records = rollouts
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { verdict: string; message?: string; tests_total: number });
     console.log(`rollout verdicts: ${records.map((r) => `${r.verdict}${r.message ? ` (${r.message.slice(0, 60)})` : ''}`).join('; ')}`);
     expect(records.length).toBe(MINI.rl.promptsPerIteration * MINI.rl.samplesPerPrompt);
     for (const r of records) {
@@ -203,7 +259,9 @@ describe('the Experiment panel in Chromium', () => {
     const t0 = Date.now();
     await page.getByTestId('exp-start').click();
     // stop once SFT is over: the pipeline finishes the step in flight, saves, and stops before PPO's second iteration
-    await expect.poll(() => page.locator('.exp-phases li[data-phase="sft-eval"]').getAttribute('data-state'), { timeout: 240_000, interval: 250 }).toMatch(/active|done/);
+    await expect
+      .poll(() => page.locator('.exp-phases li[data-phase="sft-eval"]').getAttribute('data-state'), { timeout: 240_000, interval: 250 })
+      .toMatch(/active|done/);
     await page.getByTestId('exp-stop').click();
     expect(await status.textContent()).toBe('stopping');
     await expect.poll(() => status.textContent(), { timeout: 240_000, interval: 500 }).toMatch(/^(stopped|done|error)$/);
@@ -233,16 +291,28 @@ describe('the Experiment panel in Chromium', () => {
         r.onsuccess = () => resolve(r.result);
         r.onerror = () => reject(r.error);
       });
-      const get = <T,>(req: IDBRequest<T>) => new Promise<T>((resolve, reject) => ((req.onsuccess = () => resolve(req.result)), (req.onerror = () => reject(req.error))));
+      const get = <T>(req: IDBRequest<T>) =>
+        new Promise<T>((resolve, reject) => ((req.onsuccess = () => resolve(req.result)), (req.onerror = () => reject(req.error))));
       const store = () => db.transaction('files', 'readonly').objectStore('files');
       const keys = (await get(store().getAllKeys())) as string[];
       const metrics = new TextDecoder().decode((await get(store().get('e2e-stop/metrics.jsonl'))) as ArrayBuffer);
       return { keys: keys.sort(), metrics };
     });
-    for (const f of ['config.json', 'tasks/train.jsonl', 'sft.ckpt', 'policy.ckpt', 'rollouts/iter-0001.jsonl', 'rollouts/iter-0002.jsonl', 'summary.json']) {
+    for (const f of [
+      'config.json',
+      'tasks/train.jsonl',
+      'sft.ckpt',
+      'policy.ckpt',
+      'rollouts/iter-0001.jsonl',
+      'rollouts/iter-0002.jsonl',
+      'summary.json',
+    ]) {
       expect(files.keys, f).toContain(`e2e-stop/${f}`);
     }
-    const lines = files.metrics.trim().split('\n').map((l) => JSON.parse(l) as { stage: string; iteration?: number });
+    const lines = files.metrics
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { stage: string; iteration?: number });
     expect(lines.map((l) => l.stage)).toEqual(['sft', 'sft', 'sft', 'sft', 'sft-eval', 'ppo', 'ppo', 'rl-eval']); // resumed: nothing redone
     expect(lines.filter((l) => l.stage === 'ppo').map((l) => l.iteration)).toEqual([0, 1]);
     await screenshot('experiment-resumed');
@@ -263,7 +333,9 @@ describe('the Experiment panel in Chromium', () => {
     console.log(`miniature run on the cpu backend: ${((Date.now() - t0) / 1000).toFixed(1)} s`);
     expect(await page.getByTestId('exp-error').count()).toBe(0);
     expect(await page.getByTestId('exp-run').textContent()).toContain('on the cpu backend');
-    expect(await page.getByTestId('exp-note').textContent()).toMatch(/^WebGPU is not usable here: This browser does not expose WebGPU.* The run uses the cpu backend/s);
+    expect(await page.getByTestId('exp-note').textContent()).toMatch(
+      /^WebGPU is not usable here: This browser does not expose WebGPU.* The run uses the cpu backend/s,
+    );
     expect(await page.getByTestId('exp-summary').textContent()).toContain('cpu backend');
 
     // a failure in the run's worker reaches the page as the run's error, naming what failed

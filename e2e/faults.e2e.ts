@@ -35,7 +35,8 @@ describe('faults during a run', () => {
     const start = page.getByTestId('exp-start');
     const status = page.getByTestId('exp-status');
     const error = page.getByTestId('exp-error');
-    const fault = async (kind: string): Promise<string> => (await runWorker(page)).evaluate((k) => (self as unknown as { coderlFault(k: string): string }).coderlFault(k), kind);
+    const fault = async (kind: string): Promise<string> =>
+      (await runWorker(page)).evaluate((k) => (self as unknown as { coderlFault(k: string): string }).coderlFault(k), kind);
     const stoppedWith = async (pattern: RegExp): Promise<void> => {
       await expect.poll(() => status.textContent(), { timeout: 120_000, interval: 250 }).toBe('error');
       expect(await error.textContent()).toMatch(pattern);
@@ -62,7 +63,9 @@ describe('faults during a run', () => {
     // (3) resumed; the worker dies during the next iteration, without a last message
     await start.click();
     const before = (await opfsFiles(page, RUN)).filter((f) => f.startsWith('rollouts/')).length;
-    await expect.poll(async () => (await opfsFiles(page, RUN)).filter((f) => f.startsWith('rollouts/')).length, { timeout: 240_000, interval: 200 }).toBeGreaterThan(before);
+    await expect
+      .poll(async () => (await opfsFiles(page, RUN)).filter((f) => f.startsWith('rollouts/')).length, { timeout: 240_000, interval: 200 })
+      .toBeGreaterThan(before);
     console.log(`fault 3: ${await fault('crash')}`);
     await stoppedWith(/run worker stopped without a word .*Resume continues from the last checkpoint/);
     await screenshot('faults-crash');
@@ -72,7 +75,8 @@ describe('faults during a run', () => {
     await expect.poll(() => status.textContent(), { timeout: 300_000, interval: 1000 }).toMatch(/^(done|error)$/);
     expect(await error.count(), (await error.textContent().catch(() => '')) ?? '').toBe(0);
     const files = await opfsFiles(page, RUN);
-    for (const f of ['summary.json', 'policy.ckpt', 'rollouts/iter-0001.jsonl', 'rollouts/iter-0002.jsonl', 'rollouts/iter-0003.jsonl']) expect(files, f).toContain(f);
+    for (const f of ['summary.json', 'policy.ckpt', 'rollouts/iter-0001.jsonl', 'rollouts/iter-0002.jsonl', 'rollouts/iter-0003.jsonl'])
+      expect(files, f).toContain(f);
     const ppo = (await readOpfsText(page, RUN, 'metrics.jsonl'))!
       .trim()
       .split('\n')

@@ -42,7 +42,11 @@ function runFile(page: Page, run: string, path: string): Promise<string> {
   );
 }
 
-const jsonl = <T>(text: string): T[] => text.trim().split('\n').map((l) => JSON.parse(l) as T);
+const jsonl = <T>(text: string): T[] =>
+  text
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as T);
 
 /**
  * A completion that passes the task's own tests whatever its function is: a table of the tested
@@ -55,7 +59,9 @@ function lookupBody(tests: string, arg: string): string {
 }
 
 async function ranks(page: Page): Promise<Map<number, number>> {
-  const rows = await page.getByTestId('rollout-row').evaluateAll((els) => els.map((e) => [Number(e.getAttribute('data-index')), Number(e.getAttribute('data-rank'))] as const));
+  const rows = await page
+    .getByTestId('rollout-row')
+    .evaluateAll((els) => els.map((e) => [Number(e.getAttribute('data-index')), Number(e.getAttribute('data-rank'))] as const));
   return new Map(rows);
 }
 
@@ -75,13 +81,24 @@ describe('the inspection UI in Chromium', () => {
     await page.getByTestId('exp-start').click();
     const status = page.getByTestId('exp-status');
     // SFT's 150 steps take long enough for its row to show an ETA
-    await expect.poll(() => page.getByTestId('exp-eta-sft').textContent(), { timeout: 180_000, interval: 250 }).toMatch(/^\d+%, about (\d+ s|\d+ min \d\d s) left$/);
+    await expect
+      .poll(() => page.getByTestId('exp-eta-sft').textContent(), { timeout: 180_000, interval: 250 })
+      .toMatch(/^\d+%, about (\d+ s|\d+ min \d\d s) left$/);
     await expect.poll(() => status.textContent(), { timeout: 600_000, interval: 1000 }).toMatch(/^(done|error)$/);
     expect(await page.getByTestId('exp-eta-sft').textContent()).toBe('100%');
-    expect(await page.getByTestId('exp-error').count(), (await page.getByTestId('exp-error').textContent().catch(() => '')) ?? '').toBe(0);
+    expect(
+      await page.getByTestId('exp-error').count(),
+      (await page
+        .getByTestId('exp-error')
+        .textContent()
+        .catch(() => '')) ?? '',
+    ).toBe(0);
 
     // (2) curves: the PPO iteration is plotted
-    await page.getByTestId('curves-run').selectOption(`run:${RUN}`).catch(() => undefined); // the live run is shown by default
+    await page
+      .getByTestId('curves-run')
+      .selectOption(`run:${RUN}`)
+      .catch(() => undefined); // the live run is shown by default
     await expect.poll(() => page.getByTestId('chart-reward').getAttribute('data-points'), { timeout: 30_000 }).toBe('1');
     expect(Number(await page.getByTestId('chart-sft-loss').getAttribute('data-points'))).toBeGreaterThanOrEqual(100);
     await shot('panel-curves', 'inspect-curves');
@@ -132,7 +149,10 @@ describe('the inspection UI in Chromium', () => {
     expect(await rescored()).toMatch(/^done: /);
     const passing = Number(await breakdown.getAttribute('data-total'));
     expect(passing, 'the edited completion is scored anew').not.toBeCloseTo(recorded, 6);
-    const statuses = await page.getByTestId('rollout-tests').locator('[data-status]').evaluateAll((els) => els.map((e) => e.getAttribute('data-status')));
+    const statuses = await page
+      .getByTestId('rollout-tests')
+      .locator('[data-status]')
+      .evaluateAll((els) => els.map((e) => e.getAttribute('data-status')));
     expect(statuses.length).toBeGreaterThan(0);
     expect(new Set(statuses)).toEqual(new Set(['passed'])); // the table of the tested inputs passes them all
     await shot('rollout-view', 'inspect-edited');
@@ -151,7 +171,10 @@ describe('the inspection UI in Chromium', () => {
       const s = sliders.nth(i);
       const name = (await s.getAttribute('aria-label'))!.replace(/^Weight /, '');
       const max = Number(await s.getAttribute('max'));
-      for (const [key, w] of [['Home', 0], ['End', max]] as const) {
+      for (const [key, w] of [
+        ['Home', 0],
+        ['End', max],
+      ] as const) {
         const predicted = groupStats(records, { [name]: w }).ranks;
         if (predicted.some((r, k) => r !== before.get(k))) {
           moved = { name, key, ranks: predicted };

@@ -44,13 +44,15 @@ describe('the Reward panel scores hostile programs without network', () => {
       await page.getByTestId('scorer-language').selectOption(language);
       for (const a of attacks) {
         const { verdict } = await score(page, a.completion);
-        const message = ((await page.getByTestId('scorer-message').count()) ? await page.getByTestId('scorer-message').textContent() : '') ?? '';
+        const message =
+          ((await page.getByTestId('scorer-message').count()) ? await page.getByTestId('scorer-message').textContent() : '') ?? '';
         rows.push(`${language} ${a.name}: ${verdict} (${message.slice(0, 90)})`);
         expect((await statuses(page)).includes('passed'), a.name).toBe(false);
         // in Chromium some routes fail earlier or later than in Node (JSPI exists here): either way no credit and a reason
         expect(['tampering', 'error'], `${a.name}: ${verdict}`).toContain(verdict);
         expect(message.length, a.name).toBeGreaterThan(0);
-        if (language === 'python' && verdict === 'tampering' && a.verdict === 'tampering') expect(message, a.name).toMatch(/reach the network|run a command on the host/);
+        if (language === 'python' && verdict === 'tampering' && a.verdict === 'tampering')
+          expect(message, a.name).toMatch(/reach the network|run a command on the host/);
       }
       await page.getByRole('button', { name: 'Reset to reference' }).click();
       expect((await score(page, null)).verdict, `${language} reference after the attacks`).toBe('passed');
@@ -78,7 +80,16 @@ describe("no state passes between programs in the browser's sandbox", () => {
     expect(await page.getByTestId('scorer-output').textContent()).toBe('[]\n'.repeat(6));
     await page.getByTestId('scorer-language').selectOption('javascript');
     expect((await score(page, JS_STATE_WRITER)).verdict).toBe('tampering');
-    expect((await score(page, jsStateReader("text.toLowerCase().replace(/[^a-z0-9]/g, '') === text.toLowerCase().replace(/[^a-z0-9]/g, '').split('').reverse().join('')"))).verdict).toBe('failed');
+    expect(
+      (
+        await score(
+          page,
+          jsStateReader(
+            "text.toLowerCase().replace(/[^a-z0-9]/g, '') === text.toLowerCase().replace(/[^a-z0-9]/g, '').split('').reverse().join('')",
+          ),
+        )
+      ).verdict,
+    ).toBe('failed');
     expect((await statuses(page)).filter((x) => x === 'passed')).toHaveLength(0);
     await page.getByRole('button', { name: 'Reset to reference' }).click();
     expect((await score(page, null)).verdict).toBe('passed');
@@ -94,7 +105,9 @@ describe('one failing panel does not take the page down', () => {
     await page.evaluate(() => (window as unknown as { coderlPanelFault(id: string, on?: boolean): string[] }).coderlPanelFault('reward'));
     const failed = page.getByTestId('panel-error-reward');
     await failed.waitFor({ timeout: 10_000 });
-    expect(await failed.getByTestId('panel-error-message').textContent()).toBe('injected render fault in the reward panel (coderlPanelFault)');
+    expect(await failed.getByTestId('panel-error-message').textContent()).toBe(
+      'injected render fault in the reward panel (coderlPanelFault)',
+    );
     expect(await failed.textContent()).toMatch(/^The Reward panel failed: injected render fault/);
     expect(await page.getByTestId('scorer').count()).toBe(0);
     await screenshot('panel-fault');
@@ -114,7 +127,9 @@ describe('one failing panel does not take the page down', () => {
     // Retry while the fault is still set fails again, with the same message; once it is cleared Retry restores the panel
     await page.getByTestId('panel-retry-reward').click();
     await failed.waitFor();
-    await page.evaluate(() => (window as unknown as { coderlPanelFault(id: string, on?: boolean): string[] }).coderlPanelFault('reward', false));
+    await page.evaluate(() =>
+      (window as unknown as { coderlPanelFault(id: string, on?: boolean): string[] }).coderlPanelFault('reward', false),
+    );
     await page.getByTestId('panel-retry-reward').click();
     await page.getByTestId('scorer').waitFor({ timeout: 10_000 });
     expect(await failed.count()).toBe(0);

@@ -94,7 +94,8 @@ describe('ONNX in the app (Chromium)', () => {
     // parity in this browser: ORT webgpu and wasm against our WebGPU engine
     await item.getByTestId('onnx-parity').click();
     await item.locator('[data-testid="onnx-parity-result"], [data-testid="onnx-action-error"]').first().waitFor({ timeout: 120_000 });
-    if (await item.getByTestId('onnx-action-error').count()) throw new Error(`parity failed: ${await item.getByTestId('onnx-action-error').textContent()}`);
+    if (await item.getByTestId('onnx-action-error').count())
+      throw new Error(`parity failed: ${await item.getByTestId('onnx-action-error').textContent()}`);
     const diff = async (ep: string) => Number(await item.getByTestId(`onnx-parity-${ep}`).textContent());
     const parity = { webgpu: await diff('webgpu'), wasm: await diff('wasm') };
     console.log('ONNX parity in Chromium (max_rel_diff vs our WebGPU engine):', JSON.stringify(parity));
@@ -106,7 +107,9 @@ describe('ONNX in the app (Chromium)', () => {
 
     // import the KV export with its tokenizer (ORT webgpu) and sample from it
     await importModel(page, kvModel!, tok!);
-    expect(await page.getByTestId('onnx-import-summary').textContent()).toMatch(/Loaded tiny-seed5\.onnx on ORT webgpu: vocabulary \d+, context 128, KV cache \(2 layers\), value head/);
+    expect(await page.getByTestId('onnx-import-summary').textContent()).toMatch(
+      /Loaded tiny-seed5\.onnx on ORT webgpu: vocabulary \d+, context 128, KV cache \(2 layers\), value head/,
+    );
     const sample = await generate(page, 'function add(a, b) {\n  return', '8');
     expect(Number(await page.getByTestId('onnx-sample').getAttribute('data-tokens'))).toBeGreaterThan(0);
     expect(typeof sample).toBe('string');
@@ -116,15 +119,21 @@ describe('ONNX in the app (Chromium)', () => {
     await writeFile(join(dir, 'bigram.onnx'), bigram);
     await writeFile(join(dir, 'bigram.tokenizer.json'), JSON.stringify(byteTok.toJSON()));
     await importModel(page, join(dir, 'bigram.onnx'), join(dir, 'bigram.tokenizer.json'), '64');
-    expect(await page.getByTestId('onnx-import-summary').textContent()).toMatch(/Loaded bigram\.onnx on ORT webgpu: vocabulary 258, context 64, no KV cache/);
+    expect(await page.getByTestId('onnx-import-summary').textContent()).toMatch(
+      /Loaded bigram\.onnx on ORT webgpu: vocabulary 258, context 64, no KV cache/,
+    );
     expect(await generate(page, 'function f(x) {\n  return', '16')).toBe(BIGRAM_COMPLETION);
 
     // malformed files: inline errors naming the file and the problem
     await writeFile(join(dir, 'bad.onnx'), bigram.subarray(0, 100));
     await importModel(page, join(dir, 'bad.onnx'), join(dir, 'bigram.tokenizer.json'), '64');
-    expect(await page.getByTestId('onnx-import-error').textContent()).toMatch(/^bad\.onnx: not a valid ONNX file: truncated protobuf at byte \d+/);
+    expect(await page.getByTestId('onnx-import-error').textContent()).toMatch(
+      /^bad\.onnx: not a valid ONNX file: truncated protobuf at byte \d+/,
+    );
     await importModel(page, model!, join(dir, 'bigram.tokenizer.json'));
-    expect(await page.getByTestId('onnx-import-error').textContent()).toMatch(/bigram\.tokenizer\.json: tokenizer vocab 258 but tiny-seed5\.onnx logits last dim \d+/);
+    expect(await page.getByTestId('onnx-import-error').textContent()).toMatch(
+      /bigram\.tokenizer\.json: tokenizer vocab 258 but tiny-seed5\.onnx logits last dim \d+/,
+    );
     await screenshot('onnx-checkpoints');
     expect(errors).toEqual([]);
   }, 300_000);
@@ -146,17 +155,28 @@ describe('ONNX in the app (Chromium)', () => {
     expect(await page.getByTestId('eval-ckpt-config').textContent()).toMatch(/vocabulary 258, context 64/);
     await page.getByTestId('eval-suite-file').setInputFiles(join(dir, 'bigram-suite.jsonl'));
     await expect.poll(() => page.getByTestId('eval-suite-info').getAttribute('data-tasks')).toBe('2');
-    for (const [field, v] of Object.entries({ samples: '1', k: '1', temperature: '0', maxNewTokens: '12', seed: '1' })) await page.getByTestId(`eval-${field}`).fill(v);
+    for (const [field, v] of Object.entries({ samples: '1', k: '1', temperature: '0', maxNewTokens: '12', seed: '1' }))
+      await page.getByTestId(`eval-${field}`).fill(v);
     await page.getByTestId('eval-start').click();
-    await expect.poll(() => page.getByTestId('eval-status').textContent(), { timeout: 60_000, interval: 250 }).toMatch(/^(done|error|stopped)$/);
-    if (await page.getByTestId('eval-error').count()) throw new Error(`the evaluation failed: ${await page.getByTestId('eval-error').textContent()}`);
+    await expect
+      .poll(() => page.getByTestId('eval-status').textContent(), { timeout: 60_000, interval: 250 })
+      .toMatch(/^(done|error|stopped)$/);
+    if (await page.getByTestId('eval-error').count())
+      throw new Error(`the evaluation failed: ${await page.getByTestId('eval-error').textContent()}`);
 
     // it completes both prompts with " x*2}", which passes the first task only (as evalSuite in Node, src/onnx/import.test.ts)
     expect(Number(await page.getByTestId('eval-pass-1').getAttribute('data-value'))).toBe(0.5);
-    const rows = await page.getByTestId('eval-task').evaluateAll((els) => els.map((e) => [e.getAttribute('data-task'), e.getAttribute('data-passed'), e.getAttribute('data-total')]));
-    expect(rows).toEqual([['double', '1', '1'], ['plus-four', '0', '1']]);
+    const rows = await page
+      .getByTestId('eval-task')
+      .evaluateAll((els) => els.map((e) => [e.getAttribute('data-task'), e.getAttribute('data-passed'), e.getAttribute('data-total')]));
+    expect(rows).toEqual([
+      ['double', '1', '1'],
+      ['plus-four', '0', '1'],
+    ]);
     expect(await page.getByTestId('eval-note').textContent()).toContain("bigram.onnx runs in onnxruntime-web's wasm provider");
-    console.log(`ONNX eval in Chromium: ${((Date.now() - t0) / 1000).toFixed(1)} s; ${await page.getByTestId('eval-result-info').textContent()}`);
+    console.log(
+      `ONNX eval in Chromium: ${((Date.now() - t0) / 1000).toFixed(1)} s; ${await page.getByTestId('eval-result-info').textContent()}`,
+    );
     await screenshot('onnx-eval');
     expect(errors).toEqual([]);
   }, 120_000);
@@ -168,10 +188,14 @@ describe('ONNX in the app (Chromium)', () => {
     await race.getByTestId('onnx-race-preset').selectOption('tiny');
     await race.getByTestId('onnx-race-run').click();
     await expect.poll(() => race.getAttribute('data-state'), { timeout: 240_000, interval: 1000 }).toMatch(/done|error/);
-    if ((await race.getAttribute('data-state')) === 'error') throw new Error(`race failed: ${await race.getByTestId('onnx-race-error').textContent()}`);
+    if ((await race.getAttribute('data-state')) === 'error')
+      throw new Error(`race failed: ${await race.getByTestId('onnx-race-error').textContent()}`);
     await race.scrollIntoViewIfNeeded();
     await screenshot('onnx-race');
-    const r = JSON.parse((await race.getAttribute('data-result'))!) as { rows: { engine: string; forward_ms: number; generate_tokens_per_s: number; max_rel_diff: number }[]; ratios: { engine: string; forward: number; generate: number }[] };
+    const r = JSON.parse((await race.getAttribute('data-result'))!) as {
+      rows: { engine: string; forward_ms: number; generate_tokens_per_s: number; max_rel_diff: number }[];
+      ratios: { engine: string; forward: number; generate: number }[];
+    };
     console.log('ONNX race in Chromium:', JSON.stringify(r.rows), JSON.stringify(r.ratios));
     expect(r.rows.map((x) => x.engine)).toEqual(['ours (WGSL)', 'ORT webgpu', 'ORT wasm']);
     for (const x of r.rows) {
@@ -179,7 +203,10 @@ describe('ONNX in the app (Chromium)', () => {
       expect(x.generate_tokens_per_s, x.engine).toBeGreaterThan(0);
       expect(x.max_rel_diff, x.engine).toBeLessThan(1e-4);
     }
-    for (const ep of ['webgpu', 'wasm']) expect(await race.getByTestId(`onnx-race-ratio-${ep}`).textContent()).toMatch(/^ours \/ ORT \w+: forward \d+\.\d\dx, generation \d+\.\d\dx \(goal 1\.5x: (met|not met)\)$/);
+    for (const ep of ['webgpu', 'wasm'])
+      expect(await race.getByTestId(`onnx-race-ratio-${ep}`).textContent()).toMatch(
+        /^ours \/ ORT \w+: forward \d+\.\d\dx, generation \d+\.\d\dx \(goal 1\.5x: (met|not met)\)$/,
+      );
     expect(errors).toEqual([]);
   }, 300_000);
 });

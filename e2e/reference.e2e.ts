@@ -56,7 +56,8 @@ async function importModel(page: Page, name: string, context = ''): Promise<void
   await sec.getByTestId('onnx-import-ep').selectOption('wasm');
   await sec.getByTestId('onnx-import-load').click();
   await expect.poll(async () => Number(await sec.getAttribute('data-attempts')), { timeout: 60_000 }).toBe(before + 1);
-  if (await sec.getByTestId('onnx-import-error').count()) throw new Error(`import of ${name} failed: ${await sec.getByTestId('onnx-import-error').textContent()}`);
+  if (await sec.getByTestId('onnx-import-error').count())
+    throw new Error(`import of ${name} failed: ${await sec.getByTestId('onnx-import-error').textContent()}`);
 }
 
 /** Starts the run the form describes and waits for its end; returns the final status. */
@@ -80,7 +81,7 @@ async function opfsSha256(page: Page, run: string, path: string): Promise<string
 }
 
 describe('an imported ONNX model as the KL reference (Chromium)', () => {
-  test('a wrong tokenizer is refused at setup; the export of the run\'s SFT model trains a run that keeps it and resumes from it', async () => {
+  test("a wrong tokenizer is refused at setup; the export of the run's SFT model trains a run that keeps it and resumes from it", async () => {
     const { page, errors, screenshot } = await open(() => {
       Object.defineProperty(Navigator.prototype, 'gpu', { get: () => undefined, configurable: true });
     });
@@ -103,14 +104,19 @@ describe('an imported ONNX model as the KL reference (Chromium)', () => {
     await page.getByLabel('Run name').fill(`${RUN}-bad`);
     await select.selectOption('onnx:bigram.onnx');
     expect(await picker.getAttribute('data-source')).toBe('onnx');
-    expect(await page.getByTestId('exp-reference-info').textContent()).toMatch(/^bigram\.onnx \(SHA-256 [0-9a-f]{12}…\): vocabulary 258, context 64\./);
+    expect(await page.getByTestId('exp-reference-info').textContent()).toMatch(
+      /^bigram\.onnx \(SHA-256 [0-9a-f]{12}…\): vocabulary 258, context 64\./,
+    );
     expect(await runToEnd(page)).toBe('error');
     expect(await page.getByTestId('exp-error').textContent()).toMatch(
       /^bigram\.onnx \(KL reference\): its tokenizer differs from the policy's \(vocab 258 vs \d+\); the KL penalty compares log-probs of the same token ids$/,
     );
     expect((await opfsFiles(page, `${RUN}-bad`)).filter((f) => /sft|metrics/.test(f))).toEqual([]); // refused before SFT
     expect(await select.inputValue()).toBe('onnx:bigram.onnx');
-    expect(JSON.parse(await page.getByLabel('Overrides (JSON)').inputValue())).toMatchObject({ sft: MINI_RUN.sft, rl: { reference: { name: 'bigram.onnx' } } });
+    expect(JSON.parse(await page.getByLabel('Overrides (JSON)').inputValue())).toMatchObject({
+      sft: MINI_RUN.sft,
+      rl: { reference: { name: 'bigram.onnx' } },
+    });
     console.log(`refused after ${((Date.now() - t0) / 1000).toFixed(1)} s`);
 
     // (2) the export of the run's own SFT checkpoint: the run trains against it
@@ -121,13 +127,20 @@ describe('an imported ONNX model as the KL reference (Chromium)', () => {
     const end = await runToEnd(page);
     expect(end, await runError(page)).toBe('done');
     console.log(`run with the ONNX reference: ${((Date.now() - t1) / 1000).toFixed(1)} s`);
-    expect(await page.getByTestId('exp-run-reference').textContent()).toBe(`KL reference: ONNX model sft.onnx (SHA-256 ${sftSha.slice(0, 12)}…)`);
+    expect(await page.getByTestId('exp-run-reference').textContent()).toBe(
+      `KL reference: ONNX model sft.onnx (SHA-256 ${sftSha.slice(0, 12)}…)`,
+    );
     await expect.poll(() => page.getByTestId('exp-summary-reference').getAttribute('data-sha256')).toBe(sftSha);
     const config = JSON.parse((await readOpfsText(page, RUN, 'config.json'))!) as { cfg: { rl: { reference?: unknown } } };
     expect(config.cfg.rl.reference).toEqual({ name: 'sft.onnx', sha256: sftSha });
-    expect(await opfsFiles(page, RUN)).toEqual(expect.arrayContaining(['reference/model.onnx', 'reference/tokenizer.json', 'summary.json']));
+    expect(await opfsFiles(page, RUN)).toEqual(
+      expect.arrayContaining(['reference/model.onnx', 'reference/tokenizer.json', 'summary.json']),
+    );
     expect(await opfsSha256(page, RUN, 'reference/model.onnx')).toBe(sftSha);
-    const metrics = (await readOpfsText(page, RUN, 'metrics.jsonl'))!.trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+    const metrics = (await readOpfsText(page, RUN, 'metrics.jsonl'))!
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
     const kl = metrics.filter((m) => m.stage === 'ppo').map((m) => m['objective/kl']);
     console.log(`objective/kl against the ONNX reference: ${JSON.stringify(kl)}`);
     expect(kl).toHaveLength(1);
@@ -143,7 +156,9 @@ describe('an imported ONNX model as the KL reference (Chromium)', () => {
     await expect.poll(() => page.getByTestId('exp-stored').getAttribute('data-finished'), { timeout: 30_000 }).toBe('true');
     await page.getByTestId('exp-use-stored').click();
     expect(await select.inputValue()).toBe('stored');
-    expect(await page.getByTestId('exp-reference-info').textContent()).toMatch(/^sft\.onnx \(SHA-256 [0-9a-f]{12}…\) is not imported in this page/);
+    expect(await page.getByTestId('exp-reference-info').textContent()).toMatch(
+      /^sft\.onnx \(SHA-256 [0-9a-f]{12}…\) is not imported in this page/,
+    );
     expect(await runToEnd(page), await runError(page)).toBe('done');
     expect(await page.getByTestId('exp-summary-reference').getAttribute('data-name')).toBe('sft.onnx');
     await screenshot('reference-resumed');

@@ -23,7 +23,10 @@ export interface NodeRun {
 
 /** Runs preset `tiny` with MINI_RUN, two PPO iterations and `overrides` merged over it. */
 export async function nodeRun(seed = 1, overrides: unknown = {}): Promise<NodeRun> {
-  const cfg = resolveConfig('tiny', mergeConfig(mergeConfig(structuredClone(MINI_RUN), { rl: { iterations: 2, samplesPerPrompt: 3 } }), overrides));
+  const cfg = resolveConfig(
+    'tiny',
+    mergeConfig(mergeConfig(structuredClone(MINI_RUN), { rl: { iterations: 2, samplesPerPrompt: 3 } }), overrides),
+  );
   const [pool, analyzer] = await Promise.all([createNodePool({ size: 1 }), createAnalyzer(nodeWasmLoader)]);
   const store = new MemoryStore();
   try {

@@ -37,7 +37,8 @@ function opfsRun(page: Page, run: string): Promise<Record<string, number[]> | nu
     const out: Record<string, number[]> = {};
     const walk = async (d: Dir, prefix: string): Promise<void> => {
       for await (const h of d.values()) {
-        if (h.kind === 'file') out[prefix + h.name] = [...new Uint8Array(await (await (h as FileSystemFileHandle).getFile()).arrayBuffer())];
+        if (h.kind === 'file')
+          out[prefix + h.name] = [...new Uint8Array(await (await (h as FileSystemFileHandle).getFile()).arrayBuffer())];
         else await walk(h as Dir, `${prefix}${h.name}/`);
       }
     };
@@ -92,9 +93,9 @@ describe('run export and import in the Experiment panel', () => {
     await expect.poll(() => storedFiles(page), { timeout: 30_000 }).toBe('0');
     await page.getByTestId('exp-import').setInputFiles(corrupt);
     const importError = page.getByTestId('exp-import-error');
-    await expect.poll(async () => ((await importError.count()) ? await importError.textContent() : ''), { timeout: 30_000 }).toMatch(
-      /corrupt\.coderl-run.*file 2 \(rollouts\/policy\.ckpt\): checksum mismatch/,
-    );
+    await expect
+      .poll(async () => ((await importError.count()) ? await importError.textContent() : ''), { timeout: 30_000 })
+      .toMatch(/corrupt\.coderl-run.*file 2 \(rollouts\/policy\.ckpt\): checksum mismatch/);
     expect(await opfsRun(page, RUN)).toBeNull();
     await screenshot('run-import-corrupt');
 
@@ -107,9 +108,9 @@ describe('run export and import in the Experiment panel', () => {
 
     // importing it again would overwrite the run: refused, naming it
     await page.getByTestId('exp-import').setInputFiles(good);
-    await expect.poll(async () => ((await importError.count()) ? await importError.textContent() : ''), { timeout: 30_000 }).toMatch(
-      `a run named "${RUN}" already exists (3 files)`,
-    );
+    await expect
+      .poll(async () => ((await importError.count()) ? await importError.textContent() : ''), { timeout: 30_000 })
+      .toMatch(`a run named "${RUN}" already exists (3 files)`);
     expect(await opfsRun(page, RUN)).toEqual(FILES);
 
     // ... but it can go in under another name: the form suggests a free one
@@ -143,7 +144,9 @@ describe('run export and import in the Experiment panel', () => {
     // a run written by someone else (another tab) shows up in the lists when the page gets focus again
     await writeOpfsRun(page, 'e2e-other-tab', FILES);
     await page.evaluate(() => window.dispatchEvent(new Event('focus')));
-    await expect.poll(() => page.getByTestId('rollouts-run').locator('option').allTextContents(), { timeout: 10_000 }).toContain('e2e-other-tab');
+    await expect
+      .poll(() => page.getByTestId('rollouts-run').locator('option').allTextContents(), { timeout: 10_000 })
+      .toContain('e2e-other-tab');
     expect(errors).toEqual([]);
   });
 
@@ -154,7 +157,13 @@ describe('run export and import in the Experiment panel', () => {
     await page.getByTestId('experiment').waitFor({ timeout: 30_000 });
     const { packRun } = await import('../src/rl/run-bundle');
     const file = join(dir, 'idb.coderl-run');
-    await writeFile(file, packRun(Object.entries(FILES).map(([path, b]) => ({ path, data: new Uint8Array(b) })), { run: 'e2e-idb' }));
+    await writeFile(
+      file,
+      packRun(
+        Object.entries(FILES).map(([path, b]) => ({ path, data: new Uint8Array(b) })),
+        { run: 'e2e-idb' },
+      ),
+    );
     await page.getByTestId('exp-import').setInputFiles(file);
     await expect.poll(() => page.getByLabel('Run name').inputValue(), { timeout: 30_000 }).toBe('e2e-idb');
     await expect.poll(() => storedFiles(page), { timeout: 30_000 }).toBe('3');

@@ -7,7 +7,8 @@ export async function score(page: Page, completion: string | null, viaKeyboard =
   const editor = page.getByLabel('Completion (follows the prompt)');
   if (completion !== null) await editor.fill(completion);
   const button = page.getByTestId('scorer-score');
-  const seq = async (): Promise<number> => Number((await page.getByTestId('scorer-result').count()) ? await page.getByTestId('scorer-result').getAttribute('data-seq') : 0);
+  const seq = async (): Promise<number> =>
+    Number((await page.getByTestId('scorer-result').count()) ? await page.getByTestId('scorer-result').getAttribute('data-seq') : 0);
   const before = await seq();
   const t0 = Date.now();
   if (viaKeyboard) {
@@ -23,8 +24,12 @@ export async function score(page: Page, completion: string | null, viaKeyboard =
 }
 
 /** The reward total the panel shows. */
-export const total = async (page: Page): Promise<number> => Number(await page.getByTestId('scorer-reward-total').getAttribute('data-value'));
+export const total = async (page: Page): Promise<number> =>
+  Number(await page.getByTestId('scorer-reward-total').getAttribute('data-value'));
 
 /** Each test row's status, in order. */
 export const statuses = async (page: Page): Promise<string[]> =>
-  page.getByTestId('scorer-tests').locator('tbody tr').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-status') ?? ''));
+  page
+    .getByTestId('scorer-tests')
+    .locator('tbody tr')
+    .evaluateAll((rows) => rows.map((r) => r.getAttribute('data-status') ?? ''));

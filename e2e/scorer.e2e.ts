@@ -132,7 +132,9 @@ describe('the scratch scorer in the Reward panel', () => {
 
   test('a failure to load the analysis is shown as an alert and the completion is kept', async () => {
     const { page, errors, screenshot } = await open();
-    await page.route('**/*.wasm', (route) => (route.request().url().includes('tree-sitter') ? route.fulfill({ status: 404, body: '' }) : route.continue()));
+    await page.route('**/*.wasm', (route) =>
+      route.request().url().includes('tree-sitter') ? route.fulfill({ status: 404, body: '' }) : route.continue(),
+    );
     const text = '  return text.length < 2;\n};\n';
     const r = await score(page, text);
     expect(r.verdict).toBe('failed'); // the sandbox still ran

@@ -41,7 +41,8 @@ afterAll(async () => {
   if (dir) await rm(dir, { recursive: true, force: true });
 });
 
-const overridesOf = async (page: Page): Promise<Record<string, unknown>> => JSON.parse(await page.getByLabel('Overrides (JSON)').inputValue()) as Record<string, unknown>;
+const overridesOf = async (page: Page): Promise<Record<string, unknown>> =>
+  JSON.parse(await page.getByLabel('Overrides (JSON)').inputValue()) as Record<string, unknown>;
 
 describe('experiment setup', () => {
   test('form fields validate inline, a suite file becomes the tasks, and a run pauses and continues', async () => {
@@ -100,14 +101,17 @@ describe('experiment setup', () => {
     const source = page.getByTestId('exp-suite');
     const suiteInfo = page.getByTestId('exp-suite-info');
     for (const b of BUILTIN_SUITES) {
-      const expected: SuiteRef = (await readSuiteSource(await bytesToText(new Uint8Array(await readFile(benchmarkPath(b.file)))), b.file)).ref;
+      const expected: SuiteRef = (await readSuiteSource(await bytesToText(new Uint8Array(await readFile(benchmarkPath(b.file)))), b.file))
+        .ref;
       const radio = page.getByTestId(`exp-suite-${b.name}`);
       expect(await radio.locator('xpath=..').textContent()).toBe(` ${builtinSuiteLabel(b)}`);
       await radio.click();
       await expect.poll(() => source.getAttribute('data-suite'), { timeout: 30_000 }).toBe(b.name);
       expect(await source.getAttribute('data-source')).toBe('benchmark');
       expect(await radio.isChecked()).toBe(true);
-      expect(await suiteInfo.textContent()).toBe(`${b.title} (${b.file}, shipped with the app): ${b.tasks} ${b.language} tasks, split by task into train (those with a solution), RL and held-out; kept in the run directory on Start.`);
+      expect(await suiteInfo.textContent()).toBe(
+        `${b.title} (${b.file}, shipped with the app): ${b.tasks} ${b.language} tasks, split by task into train (those with a solution), RL and held-out; kept in the run directory on Start.`,
+      );
       expect(((await overridesOf(page)).tasks as { suite: SuiteRef }).suite).toEqual(expected);
       expect(expected).toMatchObject({ name: b.file, tasks: b.tasks });
     }
@@ -124,7 +128,16 @@ describe('experiment setup', () => {
     await page.getByLabel('Overrides (JSON)').fill(JSON.stringify(before));
     expect(await source.getAttribute('data-source')).toBe('builtin');
     await page.getByTestId('exp-suite-file').setInputFiles(bad);
-    await expect.poll(() => page.getByTestId('exp-suite-error').textContent().catch(() => ''), { timeout: 10_000 }).toMatch(/^broken\.jsonl: \d+ problems? in the suite: broken\.jsonl:4: /);
+    await expect
+      .poll(
+        () =>
+          page
+            .getByTestId('exp-suite-error')
+            .textContent()
+            .catch(() => ''),
+        { timeout: 10_000 },
+      )
+      .toMatch(/^broken\.jsonl: \d+ problems? in the suite: broken\.jsonl:4: /);
     expect(await overridesOf(page)).toEqual(before);
     expect(await page.getByTestId('exp-suite').getAttribute('data-source')).toBe('builtin');
     await page.getByTestId('exp-suite-file').setInputFiles(good);
@@ -154,14 +167,26 @@ describe('experiment setup', () => {
     await screenshot('setup-paused');
     await page.getByTestId('exp-pause').click();
     await expect.poll(() => status.textContent(), { timeout: 480_000, interval: 1000 }).toMatch(/^(done|error)$/);
-    expect(await page.getByTestId('exp-error').count(), (await page.getByTestId('exp-error').textContent().catch(() => '')) ?? '').toBe(0);
+    expect(
+      await page.getByTestId('exp-error').count(),
+      (await page
+        .getByTestId('exp-error')
+        .textContent()
+        .catch(() => '')) ?? '',
+    ).toBe(0);
 
     // the run trained on the file: it keeps the file, and its splits are the file's tasks
     expect(await readOpfsText(page, RUN, 'tasks/suite.jsonl')).toBe(goodText);
-    const fileIds = new Set(goodText.trim().split('\n').map((l) => (JSON.parse(l) as { task_id: string }).task_id));
+    const fileIds = new Set(
+      goodText
+        .trim()
+        .split('\n')
+        .map((l) => (JSON.parse(l) as { task_id: string }).task_id),
+    );
     for (const k of ['train', 'val', 'rl', 'heldout']) {
       const text = (await readOpfsText(page, RUN, `tasks/${k}.jsonl`)) ?? '';
-      for (const l of text.trim().split('\n').filter(Boolean)) expect(fileIds.has((JSON.parse(l) as { task_id: string }).task_id), k).toBe(true);
+      for (const l of text.trim().split('\n').filter(Boolean))
+        expect(fileIds.has((JSON.parse(l) as { task_id: string }).task_id), k).toBe(true);
     }
     const config = JSON.parse((await readOpfsText(page, RUN, 'config.json'))!) as { cfg: { tasks: { suite: unknown } } };
     expect(config.cfg.tasks.suite).toEqual(suite);

@@ -15,7 +15,18 @@
 // scripts/device-bench.sh unpacks and runs it all. Usage: node scripts/device-pack.mjs
 import { execFileSync, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, realpathSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  realpathSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -100,7 +111,8 @@ const die = (m) => {
 const mib = (b) => `${(b / 2 ** 20).toFixed(1)} MiB`;
 const sha256 = (file) => createHash('sha256').update(readFileSync(file)).digest('hex');
 
-if (process.platform !== 'linux' || process.arch !== 'x64') die(`needs linux x64 (the GPU machine is x86-64); this is ${process.platform} ${process.arch}`);
+if (process.platform !== 'linux' || process.arch !== 'x64')
+  die(`needs linux x64 (the GPU machine is x86-64); this is ${process.platform} ${process.arch}`);
 if (spawnSync('xz', ['--version']).status !== 0) die('needs xz (apt-get install xz-utils)');
 
 /** xz-compresses src to dst; skipped when dst was made from the same src (same size and mtime). */
@@ -179,7 +191,10 @@ try {
     say('apt-get download libvulkan1 and the glvnd libraries the NVIDIA ICD needs (amd64)');
     const up = spawnSync('apt-get', [...o, 'update'], { encoding: 'utf8' });
     const dl = up.status === 0 ? spawnSync('apt-get', [...o, 'download', ...GL_PACKAGES], { cwd: gl, encoding: 'utf8' }) : up;
-    if (dl.status !== 0) console.error(`device-pack: WARNING: could not download ${GL_PACKAGES.join(', ')} (${dl.stderr?.trim() || dl.error}); the device must have its own Vulkan loader`);
+    if (dl.status !== 0)
+      console.error(
+        `device-pack: WARNING: could not download ${GL_PACKAGES.join(', ')} (${dl.stderr?.trim() || dl.error}); the device must have its own Vulkan loader`,
+      );
   }
   const deb = readdirSync(gl).find((f) => /^libvulkan1_.*_amd64\.deb$/.test(f));
   if (deb) {
@@ -187,7 +202,9 @@ try {
     const x = mkdtempSync(join(tmpdir(), 'coderl-deb-'));
     try {
       execFileSync('dpkg', ['-x', join(gl, deb), x]);
-      const so = ['usr/lib/x86_64-linux-gnu/libvulkan.so.1', 'lib/x86_64-linux-gnu/libvulkan.so.1'].map((p) => join(x, p)).find((p) => existsSync(p));
+      const so = ['usr/lib/x86_64-linux-gnu/libvulkan.so.1', 'lib/x86_64-linux-gnu/libvulkan.so.1']
+        .map((p) => join(x, p))
+        .find((p) => existsSync(p));
       if (!so) die(`no libvulkan.so.1 in ${deb}`);
       mkdirSync(join(pack, 'lib'), { recursive: true });
       copyFileSync(so, join(pack, 'lib/libvulkan.so.1')); // copyFileSync follows the symlink
@@ -223,7 +240,11 @@ try {
 }
 
 // 6. size: what a device call carries
-const du = (dir) => readdirSync(dir, { withFileTypes: true }).reduce((n, e) => n + (e.isDirectory() ? du(join(dir, e.name)) : statSync(join(dir, e.name)).size), 0);
+const du = (dir) =>
+  readdirSync(dir, { withFileTypes: true }).reduce(
+    (n, e) => n + (e.isDirectory() ? du(join(dir, e.name)) : statSync(join(dir, e.name)).size),
+    0,
+  );
 const total = du(pack);
 for (const e of readdirSync(pack, { recursive: true })) {
   const p = join(pack, e);

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // `npm test`: every test tier, in order, failing fast.
 //   1. system packages the tests need (Chromium with SwiftShader, the Vulkan loader)
-//   2. TypeScript strict type check
+//   2. TypeScript strict type check, then lint (ESLint) and format (Prettier --check)
 //   3. vitest unit tests, WebGPU tests included (Dawn in Node, on whatever adapter exists)
 //   4. the app built with Vite
 //   5. end-to-end tests: playwright-core driving headless Chromium against the built app
@@ -82,7 +82,14 @@ const finish = () => {
 };
 const tier = (name, args) => {
   const file = join(results, `${name}.json`);
-  const ok = run(`${name} tests`, process.execPath, [vitest, 'run', ...args, '--reporter=default', '--reporter=json', `--outputFile=${file}`]);
+  const ok = run(`${name} tests`, process.execPath, [
+    vitest,
+    'run',
+    ...args,
+    '--reporter=default',
+    '--reporter=json',
+    `--outputFile=${file}`,
+  ]);
   if (!existsSync(file)) {
     totals.problems++;
     return false;
@@ -95,6 +102,15 @@ const tier = (name, args) => {
 };
 
 if (!run('typecheck', process.execPath, [join(root, 'node_modules/typescript/bin/tsc'), '--noEmit', '-p', root])) {
+  totals.problems++;
+  finish();
+}
+if (!run('lint', process.execPath, [join(root, 'node_modules/eslint/bin/eslint.js'), '--max-warnings', '0', root])) {
+  totals.problems++;
+  finish();
+}
+if (!run('format', process.execPath, [join(root, 'node_modules/prettier/bin/prettier.cjs'), '--check', '--log-level', 'warn', root])) {
+  console.error('format: run `npm run format` to rewrite the files Prettier lists');
   totals.problems++;
   finish();
 }

@@ -114,7 +114,15 @@ describe('layering', () => {
     const chain = ['app', 'store', 'rl', 'model', 'kernels', 'gpu'];
     chain.slice(1).forEach((l, i) => expect(reach(chain[i]!).has(l), `${chain[i]} -> ${l}`).toBe(true));
     // what must stay out of reach
-    for (const [from, to] of [['app', 'bench'], ['store', 'bench'], ['store', 'app'], ['rl', 'store'], ['kernels', 'model'], ['gpu', 'kernels'], ['cli', 'app']]) {
+    for (const [from, to] of [
+      ['app', 'bench'],
+      ['store', 'bench'],
+      ['store', 'app'],
+      ['rl', 'store'],
+      ['kernels', 'model'],
+      ['gpu', 'kernels'],
+      ['cli', 'app'],
+    ]) {
       expect(reach(from!).has(to!), `${from} -> ${to}`).toBe(false);
     }
   });

@@ -64,7 +64,9 @@ describe('all 164 HumanEval-X JavaScript canonical programs', () => {
     const sample = tasks.slice(0, 40);
     for (const task of sample) clock('analyze', () => analyze(task.canonical_solution, { prompt: task.prompt, syntax }));
     const per = (ms: number, n = tasks.length) => `${(ms / n).toFixed(2)} ms`;
-    console.log(`HumanEval-X JS, CPU time per program: AST ${per(time.ast)}, lint ${per(time.lint)} (${findings} findings in 164 completions), analyze (all three) ${per(time.analyze, sample.length)}`);
+    console.log(
+      `HumanEval-X JS, CPU time per program: AST ${per(time.ast)}, lint ${per(time.lint)} (${findings} findings in 164 completions), analyze (all three) ${per(time.analyze, sample.length)}`,
+    );
     // A known fact of the data: JavaScript/162 needs require('js-md5'), which is no global here.
     const md5 = tasks.find((t) => t.task_id === 'JavaScript/162');
     const undef = md5 && lint(md5.canonical_solution, { prompt: md5.prompt }).completion.filter((f) => f.ruleId === 'no-undef');

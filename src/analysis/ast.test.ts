@@ -11,7 +11,12 @@ beforeAll(async () => {
 
 describe('validate', () => {
   test('valid programs have no issues', () => {
-    for (const code of ['', 'const f = (a) => a?.b ?? 1;\n', 'class A { #x = 1; static { this.y = 2; } }\n', 'for (const [k, v] of Object.entries({})) console.log(`${k}=${v}`);\n']) {
+    for (const code of [
+      '',
+      'const f = (a) => a?.b ?? 1;\n',
+      'class A { #x = 1; static { this.y = 2; } }\n',
+      'for (const [k, v] of Object.entries({})) console.log(`${k}=${v}`);\n',
+    ]) {
       expect(syntax.validate(code), code).toEqual({ valid: true, errors: [] });
     }
   });

@@ -38,7 +38,9 @@ describe('normalizeCode', () => {
     const rng = new Rng(5);
     const alphabet = ['x', ' ', '\t', '\r\n', '\n', '\r', 'é', '😀'];
     for (let n = 0; n < 200; n++) {
-      const original = Array.from({ length: Math.floor(rng.next() * 30) }, () => alphabet[Math.floor(rng.next() * alphabet.length)]).join('');
+      const original = Array.from({ length: Math.floor(rng.next() * 30) }, () => alphabet[Math.floor(rng.next() * alphabet.length)]).join(
+        '',
+      );
       const { text, map } = normalizeCode(original);
       for (let i = 0; i < text.length; i++) {
         const o = map.start(i);
@@ -77,7 +79,7 @@ describe('Analyzer', () => {
     syntax = await loadJsSyntax(nodeWasmLoader);
   });
 
-  test('CRLF and trailing spaces hit the LF entry, with offsets in the caller\'s text', () => {
+  test("CRLF and trailing spaces hit the LF entry, with offsets in the caller's text", () => {
     const analyzer = new Analyzer(syntax, { cacheSize: 8 });
     const prompt = 'const f = (x) => {\n';
     const lf = '  if (x == 1) return y;\n  return 0;\n}\n';
@@ -85,7 +87,10 @@ describe('Analyzer', () => {
     const a = analyzer.analyze(lf, { prompt });
     const b = analyzer.analyze(crlf, { prompt });
     expect(analyzer.stats()).toMatchObject({ hits: 1, misses: 1, size: 1, hitRate: 0.5 });
-    for (const [code, result] of [[lf, a], [crlf, b]] as const) {
+    for (const [code, result] of [
+      [lf, a],
+      [crlf, b],
+    ] as const) {
       const text = (id: string) => result.diagnostics.filter((d) => d.ruleId === id).map((d) => code.slice(d.start, d.end));
       expect(text('eqeqeq')).toEqual(['==']);
       expect(text('no-undef')).toEqual(['y']);

@@ -19,9 +19,19 @@ export function fnv1a64(text: string): string {
   for (const ch of text) {
     const c = ch.codePointAt(0) ?? 0;
     if (c < 0x80) byte(c);
-    else if (c < 0x800) (byte(0xc0 | (c >> 6)), byte(0x80 | (c & 63)));
-    else if (c < 0x10000) (byte(0xe0 | (c >> 12)), byte(0x80 | ((c >> 6) & 63)), byte(0x80 | (c & 63)));
-    else (byte(0xf0 | (c >> 18)), byte(0x80 | ((c >> 12) & 63)), byte(0x80 | ((c >> 6) & 63)), byte(0x80 | (c & 63)));
+    else if (c < 0x800) {
+      byte(0xc0 | (c >> 6));
+      byte(0x80 | (c & 63));
+    } else if (c < 0x10000) {
+      byte(0xe0 | (c >> 12));
+      byte(0x80 | ((c >> 6) & 63));
+      byte(0x80 | (c & 63));
+    } else {
+      byte(0xf0 | (c >> 18));
+      byte(0x80 | ((c >> 12) & 63));
+      byte(0x80 | ((c >> 6) & 63));
+      byte(0x80 | (c & 63));
+    }
   }
   return hi.toString(16).padStart(8, '0') + lo.toString(16).padStart(8, '0');
 }
@@ -40,7 +50,10 @@ export class OffsetMap {
     if (count <= 0) return;
     const total = (this.deletedBefore[this.deletedBefore.length - 1] ?? 0) + count;
     if (this.at[this.at.length - 1] === at) this.deletedBefore[this.deletedBefore.length - 1] = total;
-    else (this.at.push(at), this.deletedBefore.push(total));
+    else {
+      this.at.push(at);
+      this.deletedBefore.push(total);
+    }
   }
 
   /** The original offset of the code unit at normalised offset `o` (deletions at `o` precede it). */

@@ -39,8 +39,13 @@ export interface ComplexityReport {
 }
 
 const FUNCTION_TYPES = new Set([
-  'function_declaration', 'function_expression', 'arrow_function', 'method_definition',
-  'generator_function_declaration', 'generator_function', 'class_static_block',
+  'function_declaration',
+  'function_expression',
+  'arrow_function',
+  'method_definition',
+  'generator_function_declaration',
+  'generator_function',
+  'class_static_block',
 ]);
 const LOOP_TYPES = new Set(['for_statement', 'for_in_statement', 'while_statement', 'do_statement']);
 const DEPTH_TYPES = new Set([...LOOP_TYPES, 'if_statement', 'switch_statement', 'try_statement', 'with_statement']);
@@ -174,9 +179,15 @@ function newFunction(name: string, start: number, end: number, headEnd: number, 
 
 function cyclomaticIncrement(node: Node): boolean {
   switch (node.type) {
-    case 'if_statement': case 'ternary_expression': case 'for_statement': case 'for_in_statement':
-    case 'while_statement': case 'do_statement': case 'catch_clause':
-    case 'assignment_pattern': case 'object_assignment_pattern':
+    case 'if_statement':
+    case 'ternary_expression':
+    case 'for_statement':
+    case 'for_in_statement':
+    case 'while_statement':
+    case 'do_statement':
+    case 'catch_clause':
+    case 'assignment_pattern':
+    case 'object_assignment_pattern':
       return true;
     case 'switch_case':
       return node.childForFieldName('value') !== null;
@@ -184,7 +195,9 @@ function cyclomaticIncrement(node: Node): boolean {
       return LOGICAL.has(operator(node));
     case 'augmented_assignment_expression':
       return LOGICAL_ASSIGN.has(operator(node));
-    case 'member_expression': case 'subscript_expression': case 'call_expression':
+    case 'member_expression':
+    case 'subscript_expression':
+    case 'call_expression':
       return node.childForFieldName('optional_chain') !== null;
   }
   return false;

@@ -32,10 +32,7 @@ const SEVERITY_RANK: Record<Severity, number> = { error: 0, warning: 1, info: 2 
 export function sortFindings(findings: Finding[]): Finding[] {
   return findings.sort(
     (a, b) =>
-      a.start - b.start ||
-      a.end - b.end ||
-      SEVERITY_RANK[a.severity] - SEVERITY_RANK[b.severity] ||
-      a.ruleId.localeCompare(b.ruleId),
+      a.start - b.start || a.end - b.end || SEVERITY_RANK[a.severity] - SEVERITY_RANK[b.severity] || a.ruleId.localeCompare(b.ruleId),
   );
 }
 
@@ -62,8 +59,7 @@ export function rebaseToCompletion(
 ): Finding[] {
   const lo = completionStart;
   const hi = completionStart + completionLength;
-  const overlaps = (r: { start: number; end: number }) =>
-    r.start === r.end ? r.start >= lo && r.start <= hi : r.start < hi && r.end > lo;
+  const overlaps = (r: { start: number; end: number }) => (r.start === r.end ? r.start >= lo && r.start <= hi : r.start < hi && r.end > lo);
   const out: Finding[] = [];
   for (const f of findings) {
     const range = overlaps(f) ? f : scope(f);

@@ -106,7 +106,10 @@ export class Analyzer {
 }
 
 /** Loads tree-sitter with `load` and returns a cached analyzer. */
-export async function createAnalyzer(load: WasmLoader, opts: { cacheSize?: number; thresholds?: Partial<Thresholds> } = {}): Promise<Analyzer> {
+export async function createAnalyzer(
+  load: WasmLoader,
+  opts: { cacheSize?: number; thresholds?: Partial<Thresholds> } = {},
+): Promise<Analyzer> {
   return new Analyzer(await loadJsSyntax(load), opts);
 }
 

@@ -93,7 +93,7 @@ describe('offsets: CRLF, non-ASCII, BOM', () => {
     expect(found.find((f) => f.ruleId === 'no-undef')?.start).toBe(code.indexOf('foo'));
   });
 
-  test.each(cases)('%s: agrees with the ranges in ESLint\'s own suggestion fixes', (_, code) => {
+  test.each(cases)("%s: agrees with the ranges in ESLint's own suggestion fixes", (_, code) => {
     // eqeqeq's suggestion carries a fix with a range in ESLint's own offsets (no BOM): an
     // independent check of the line/column conversion.
     const linter = new Linter({ cwd: '/' });

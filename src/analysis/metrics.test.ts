@@ -108,7 +108,10 @@ describe('agrees with ESLint on all 164 HumanEval-X programs', () => {
       const program = task.prompt + task.canonical_solution + (i % 4 === 0 ? task.test : '');
       const messages = linter.verify(program, config);
       const number = (m: Linter.LintMessage) => Number(/(\d+)\D*$/.exec(m.message.split('.')[0] ?? '')?.[1]);
-      const eslintComplexities = messages.filter((m) => m.ruleId === 'complexity').map(number).sort();
+      const eslintComplexities = messages
+        .filter((m) => m.ruleId === 'complexity')
+        .map(number)
+        .sort();
       const eslintDepth = Math.max(0, ...messages.filter((m) => m.ruleId === 'max-depth').map(number));
       const ours = measure(program).metrics;
       expect(ours.functions.map((f) => f.cyclomatic).sort(), task.task_id).toEqual(eslintComplexities);
@@ -162,7 +165,12 @@ function f(x) {
 });
 
 describe('threshold findings', () => {
-  const deep = 'function deep(x) {\n' + Array.from({ length: 6 }, (_, i) => `${'  '.repeat(i + 1)}if (x > ${i}) {\n`).join('') + '      x++;\n' + Array.from({ length: 6 }, (_, i) => `${'  '.repeat(6 - i)}}\n`).join('') + '}\n';
+  const deep =
+    'function deep(x) {\n' +
+    Array.from({ length: 6 }, (_, i) => `${'  '.repeat(i + 1)}if (x > ${i}) {\n`).join('') +
+    '      x++;\n' +
+    Array.from({ length: 6 }, (_, i) => `${'  '.repeat(6 - i)}}\n`).join('') +
+    '}\n';
 
   test('cognitive over 15 and nesting over 4, with ranges', () => {
     const { metrics, findings } = measure(deep);

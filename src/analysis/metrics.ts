@@ -77,7 +77,8 @@ export function computeMetrics(root: Node, text: string, opts: MetricsOptions = 
       findings.push(finding);
     }
   }
-  for (const n of magic) findings.push(metricFinding('magic-number', `magic number ${n.text}: name it with a const`, 'info', n.startIndex, n.endIndex));
+  for (const n of magic)
+    findings.push(metricFinding('magic-number', `magic number ${n.text}: name it with a const`, 'info', n.startIndex, n.endIndex));
   for (const d of duplicates.findings) findings.push({ ...d, start: d.start + from, end: d.end + from });
   const metrics: CodeMetrics = {
     lines: lineCount(code),
@@ -100,8 +101,12 @@ export function computeMetrics(root: Node, text: string, opts: MetricsOptions = 
 export function thresholds(overrides: Partial<Thresholds> = {}): Thresholds {
   for (const [key, value] of Object.entries(overrides)) {
     if (!(key in DEFAULT_THRESHOLDS)) throw new Error(`unknown metrics threshold '${key}'`);
-    const ok = key === 'allowedNumbers' ? Array.isArray(value) && value.every(Number.isFinite) : Number.isFinite(value) && (value as number) >= 0;
-    if (!ok) throw new Error(`metrics threshold '${key}' must be ${key === 'allowedNumbers' ? 'a list of numbers' : 'a number >= 0'}, got ${JSON.stringify(value)}`);
+    const ok =
+      key === 'allowedNumbers' ? Array.isArray(value) && value.every(Number.isFinite) : Number.isFinite(value) && (value as number) >= 0;
+    if (!ok)
+      throw new Error(
+        `metrics threshold '${key}' must be ${key === 'allowedNumbers' ? 'a list of numbers' : 'a number >= 0'}, got ${JSON.stringify(value)}`,
+      );
   }
   return { ...DEFAULT_THRESHOLDS, ...overrides };
 }
@@ -110,10 +115,14 @@ function functionFindings(f: FunctionMetrics, text: string, t: Thresholds): Find
   const headEnd = f.start + text.slice(f.start, f.headEnd).trimEnd().length;
   const head = (id: string, message: string, severity: Finding['severity']) => metricFinding(id, message, severity, f.start, headEnd);
   const out: Finding[] = [];
-  if (f.cyclomatic > t.cyclomatic) out.push(head('cyclomatic-complexity', `${f.name} has a cyclomatic complexity of ${f.cyclomatic} (max ${t.cyclomatic})`, 'warning'));
-  if (f.cognitive > t.cognitive) out.push(head('cognitive-complexity', `${f.name} has a cognitive complexity of ${f.cognitive} (max ${t.cognitive})`, 'warning'));
+  if (f.cyclomatic > t.cyclomatic)
+    out.push(head('cyclomatic-complexity', `${f.name} has a cyclomatic complexity of ${f.cyclomatic} (max ${t.cyclomatic})`, 'warning'));
+  if (f.cognitive > t.cognitive)
+    out.push(head('cognitive-complexity', `${f.name} has a cognitive complexity of ${f.cognitive} (max ${t.cognitive})`, 'warning'));
   if (f.maxNesting > t.nesting && f.deepest) {
-    out.push(metricFinding('nesting-depth', `${f.name} nests ${f.maxNesting} deep (max ${t.nesting})`, 'warning', f.deepest.start, f.deepest.end));
+    out.push(
+      metricFinding('nesting-depth', `${f.name} nests ${f.maxNesting} deep (max ${t.nesting})`, 'warning', f.deepest.start, f.deepest.end),
+    );
   }
   if (f.lines > t.functionLines) out.push(head('function-length', `${f.name} is ${f.lines} lines long (max ${t.functionLines})`, 'info'));
   return out;

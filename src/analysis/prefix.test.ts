@@ -48,7 +48,10 @@ function exactViable(text: string, depth = 0): boolean {
   return text.length - tail.length <= at && closeWith(...longerTokens(tail));
 }
 
-const KEYWORDS = 'as async await break case catch class const continue debugger default delete do else extends finally for from function get if in instanceof let new of return set static super switch this throw try typeof var void while with yield'.split(' ');
+const KEYWORDS =
+  'as async await break case catch class const continue debugger default delete do else extends finally for from function get if in instanceof let new of return set static super switch this throw try typeof var void while with yield'.split(
+    ' ',
+  );
 const OPERATORS = '!= !== == === => <= >= << >> >>> >>= <<= && || ?? ?. ... ** **= &&= ||= ??= += -= *= /= %= ^= |= &= ++ --'.split(' ');
 function longerTokens(tail: string): string[] {
   return [...KEYWORDS, ...OPERATORS].filter((t) => t.length > tail.length && t.startsWith(tail)).map((t) => `${t.slice(tail.length)} `);
@@ -108,7 +111,12 @@ describe('every prefix of valid programs is viable', () => {
     'const fib = (n) => (n < 2 ? n : fib(n - 1) + fib(n - 2));\n/* done */\nlabel: for (const [i, v] of [1, 2].entries()) { if (v > i) continue label; }\n',
     'async function* g(a = 1, ...rest) {\n  try { yield await a ?? rest?.[0]; } catch { } finally { a **= 2; }\n}\n',
   ];
-  const programs = [...own, ...humanEvalJs().slice(0, 24).map((t) => t.prompt + t.canonical_solution)];
+  const programs = [
+    ...own,
+    ...humanEvalJs()
+      .slice(0, 24)
+      .map((t) => t.prompt + t.canonical_solution),
+  ];
 
   test(`${programs.length} programs, one character at a time, streaming`, () => {
     let steps = 0;
@@ -118,7 +126,8 @@ describe('every prefix of valid programs is viable', () => {
       for (const ch of program) {
         checker.push(ch);
         steps++;
-        if (!checker.canStillBeValid()) expect.fail(`rejected ${JSON.stringify(checker.text.slice(-60))}: ${JSON.stringify(checker.check())}`);
+        if (!checker.canStillBeValid())
+          expect.fail(`rejected ${JSON.stringify(checker.text.slice(-60))}: ${JSON.stringify(checker.check())}`);
       }
       checker.delete();
     }
@@ -151,7 +160,32 @@ describe('after an early syntax error, no prefix is viable', () => {
 describe('agreement with an exact parser on corrupted HumanEval programs', () => {
   test('no false rejections; few false acceptances', () => {
     const rng = new Rng(7);
-    const junk = [')', ']', '}', ' else ', ' = ', '.', ',', ' let ', ' 5 ', '@', '#', ' function ', ' return ', ' => ', '(', '{', '[', '"', '`', ' if ', ':', '?', '+', ';'];
+    const junk = [
+      ')',
+      ']',
+      '}',
+      ' else ',
+      ' = ',
+      '.',
+      ',',
+      ' let ',
+      ' 5 ',
+      '@',
+      '#',
+      ' function ',
+      ' return ',
+      ' => ',
+      '(',
+      '{',
+      '[',
+      '"',
+      '`',
+      ' if ',
+      ':',
+      '?',
+      '+',
+      ';',
+    ];
     const counts = { viable: 0, notViable: 0, falseReject: 0, falseAccept: 0 };
     const rejected: string[] = [];
     for (const task of humanEvalJs().slice(0, 40)) {
@@ -166,12 +200,19 @@ describe('agreement with an exact parser on corrupted HumanEval programs', () =>
           const exact = exactViable(prefix);
           const ours = verdict(prefix).viable;
           counts[exact ? 'viable' : 'notViable']++;
-          if (exact && !ours) (counts.falseReject++, rejected.push(prefix));
+          if (exact && !ours) {
+            counts.falseReject++;
+            rejected.push(prefix);
+          }
           if (!exact && ours) counts.falseAccept++;
         }
       }
     }
-    console.log('prefix checker vs espree:', JSON.stringify(counts), `false acceptance ${((100 * counts.falseAccept) / counts.notViable).toFixed(1)}%`);
+    console.log(
+      'prefix checker vs espree:',
+      JSON.stringify(counts),
+      `false acceptance ${((100 * counts.falseAccept) / counts.notViable).toFixed(1)}%`,
+    );
     expect(rejected).toEqual([]);
     expect(counts.notViable).toBeGreaterThan(400);
     expect(counts.falseAccept / counts.notViable).toBeLessThan(0.12);
@@ -207,18 +248,25 @@ describe('viableNextTokens', () => {
   });
 
   test('speed: per candidate, reusing the parsed prefix', () => {
-    const programs = humanEvalJs().slice(0, 40).map((t) => t.prompt + t.canonical_solution);
+    const programs = humanEvalJs()
+      .slice(0, 40)
+      .map((t) => t.prompt + t.canonical_solution);
     const candidates = [' ', ')', '}', 'x', ';', '(', ' = ', 'return', '.', ']', '\n', '"'];
     const t0 = cpuMs();
     let n = 0;
     for (const p of programs) n += syntax.viableNextTokens(p.slice(0, Math.floor(p.length * 0.7)), candidates).length;
     const perCandidate = (cpuMs() - t0) / n;
-    console.log(`viableNextTokens: ${perCandidate.toFixed(3)} ms CPU per candidate (${n} candidates, prefixes of ~${Math.round(programs.reduce((s, p) => s + p.length, 0) * 0.7 / programs.length)} chars)`);
+    console.log(
+      `viableNextTokens: ${perCandidate.toFixed(3)} ms CPU per candidate (${n} candidates, prefixes of ~${Math.round((programs.reduce((s, p) => s + p.length, 0) * 0.7) / programs.length)} chars)`,
+    );
     expect(perCandidate).toBeLessThan(5);
   });
 
   test('speed on a long text: incremental parses, checks that skip complete code', () => {
-    const doc = humanEvalJs().map((t) => t.prompt + t.canonical_solution).join('\n') + 'const tail = (x) => {\n  return x';
+    const doc =
+      humanEvalJs()
+        .map((t) => t.prompt + t.canonical_solution)
+        .join('\n') + 'const tail = (x) => {\n  return x';
     const chunks = [' +', ' 1', ';\n', 'if (x', ') {', ' f(x, [', '1]); }', '\n'];
     const checker = syntax.createPrefixChecker(doc);
     let t0 = cpuMs();
@@ -228,7 +276,9 @@ describe('viableNextTokens', () => {
     for (const chunk of chunks) syntax.parse(doc + chunk).delete();
     const freshParse = (cpuMs() - t0) / chunks.length;
     // Printed, not asserted: on a shared machine these vary several-fold from run to run.
-    console.log(`long text (${doc.length} chars): ${perPush.toFixed(2)} ms CPU per push + check, vs ${freshParse.toFixed(2)} ms for a parse from scratch`);
+    console.log(
+      `long text (${doc.length} chars): ${perPush.toFixed(2)} ms CPU per push + check, vs ${freshParse.toFixed(2)} ms for a parse from scratch`,
+    );
     checker.delete();
   });
 });

@@ -58,7 +58,11 @@ export class PrefixChecker {
     if (!this.tree) throw new Error('prefix checker used after delete()');
     if (!this.verdict) {
       const { verdict, fresh } = judge(this.syntax, this.tree, this.current, this.end);
-      if (fresh) (this.tree.delete(), (this.tree = fresh)); // a rejection re-parsed from scratch
+      if (fresh) {
+        // a rejection re-parsed from scratch
+        this.tree.delete();
+        this.tree = fresh;
+      }
       this.verdict = verdict;
     }
     return this.verdict;
@@ -99,7 +103,16 @@ function parseAppended(syntax: JsSyntax, tree: Tree | null, text: string, end: P
   const old = tree.copy();
   const at = text.length;
   const newEnd = advance(end, suffix);
-  old.edit(new Edit({ startIndex: at, oldEndIndex: at, newEndIndex: at + suffix.length, startPosition: end, oldEndPosition: end, newEndPosition: newEnd }));
+  old.edit(
+    new Edit({
+      startIndex: at,
+      oldEndIndex: at,
+      newEndIndex: at + suffix.length,
+      startPosition: end,
+      oldEndPosition: end,
+      newEndPosition: newEnd,
+    }),
+  );
   try {
     return syntax.parse(text + suffix, old);
   } finally {

@@ -71,7 +71,8 @@ export function closingProbes(text: string): string[] {
   return [...probes, ...longerTokens(text)];
 }
 
-const KEYWORDS = 'as async await break case catch class const continue debugger default delete do else export extends finally for from function get if import in instanceof let new of return set static super switch this throw try typeof var void while with yield';
+const KEYWORDS =
+  'as async await break case catch class const continue debugger default delete do else export extends finally for from function get if import in instanceof let new of return set static super switch this throw try typeof var void while with yield';
 const OPERATORS = '!= !== == === => <= >= << >> >>> >>= <<= && || ?? ?. ... ** **= &&= ||= ??= += -= *= %= ^= |= &= ++ --';
 const LONGER = [...KEYWORDS.split(' '), ...OPERATORS.split(' ')];
 

@@ -42,10 +42,25 @@ function Panel({ id, title, children, className }: { id: string; title: string; 
     }
   };
   return (
-    <section className={`panel ${className ?? ''}${open ? '' : ' folded'}`} aria-labelledby={`${id}-title`} data-testid={`panel-${id}`} data-open={open}>
+    <section
+      className={`panel ${className ?? ''}${open ? '' : ' folded'}`}
+      aria-labelledby={`${id}-title`}
+      data-testid={`panel-${id}`}
+      data-open={open}
+    >
       <h2 id={`${id}-title`}>
-        <button type="button" className="panel-toggle" aria-expanded={open} aria-controls={`${id}-body`} onClick={toggle} data-testid={`panel-toggle-${id}`}>
-          <span aria-hidden className="panel-chevron">{open ? '▾' : '▸'}</span> {title}
+        <button
+          type="button"
+          className="panel-toggle"
+          aria-expanded={open}
+          aria-controls={`${id}-body`}
+          onClick={toggle}
+          data-testid={`panel-toggle-${id}`}
+        >
+          <span aria-hidden className="panel-chevron">
+            {open ? '▾' : '▸'}
+          </span>{' '}
+          {title}
         </button>
       </h2>
       <div id={`${id}-body`} className="panel-body" hidden={!open}>

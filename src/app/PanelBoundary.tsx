@@ -59,7 +59,8 @@ export class PanelBoundary extends Component<{ id: string; title: string; childr
       return (
         <div className="panel-failed" role="alert" data-testid={`panel-error-${this.props.id}`}>
           <p>
-            <strong>The {this.props.title} panel failed</strong>: <span data-testid="panel-error-message">{error.message || error.name}</span>
+            <strong>The {this.props.title} panel failed</strong>:{' '}
+            <span data-testid="panel-error-message">{error.message || error.name}</span>
           </p>
           <p className="hint">The other panels, and any experiment that is running, carry on. Retry mounts this panel afresh.</p>
           {error.stack ? (

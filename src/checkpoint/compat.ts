@@ -21,10 +21,7 @@ export interface Compatibility {
  * Compares a decoded checkpoint with what a model expects and lists every difference: config
  * fields missing, extra or different; tensors missing, extra or of another shape.
  */
-export function checkCompatible(
-  decoded: Pick<DecodedCheckpoint, 'config' | 'tensors'>,
-  expected: CompatExpectation,
-): Compatibility {
+export function checkCompatible(decoded: Pick<DecodedCheckpoint, 'config' | 'tensors'>, expected: CompatExpectation): Compatibility {
   const problems: string[] = [];
   if (expected.config) compareObjects(decoded.config, expected.config, 'config', problems);
   if (expected.tensors) compareTensors(decoded.tensors, expected.tensors, problems);

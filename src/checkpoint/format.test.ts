@@ -78,7 +78,11 @@ describe('checkpoint encode/decode', () => {
     expect(u32At(bytes, 8)).toBe(1);
     const { header, data } = split(bytes);
     expect(header.tensors.map((t) => [t.name, t.offset, t.byteLength])).toEqual([
-      ['wte', 0, 10240], ['h.0.ln.bias', 10240, 28], ['tokens', 10272, 20], ['scale', 10304, 4], ['empty', 10320, 0],
+      ['wte', 0, 10240],
+      ['h.0.ln.bias', 10240, 28],
+      ['tokens', 10272, 20],
+      ['scale', 10304, 4],
+      ['empty', 10320, 0],
     ]);
     expect(header.dataByteLength).toBe(10320);
     expect(data.length).toBe(10320);
@@ -117,12 +121,18 @@ describe('checkpoint corruption', () => {
   it('flipping one data byte fails the CRC', () => {
     const bad = good.slice();
     bad[bad.length - 5000]! ^= 0x10;
-    expect(() => decodeCheckpoint(bad)).toThrow(/checkpoint data is corrupt: CRC-32 mismatch \(data [0-9a-f]{8}, header says [0-9a-f]{8}\)/);
+    expect(() => decodeCheckpoint(bad)).toThrow(
+      /checkpoint data is corrupt: CRC-32 mismatch \(data [0-9a-f]{8}, header says [0-9a-f]{8}\)/,
+    );
   });
 
   it('truncation says how many bytes were expected', () => {
-    expect(() => decodeCheckpoint(good.subarray(0, good.length - 1))).toThrow(`truncated checkpoint: expected ${good.length} bytes, got ${good.length - 1}`);
-    expect(() => decodeCheckpoint(good.subarray(0, 40))).toThrow(`truncated checkpoint: the header needs ${16 + u32At(good, 12)} bytes, got 40`);
+    expect(() => decodeCheckpoint(good.subarray(0, good.length - 1))).toThrow(
+      `truncated checkpoint: expected ${good.length} bytes, got ${good.length - 1}`,
+    );
+    expect(() => decodeCheckpoint(good.subarray(0, 40))).toThrow(
+      `truncated checkpoint: the header needs ${16 + u32At(good, 12)} bytes, got 40`,
+    );
     expect(() => decodeCheckpoint(good.subarray(0, 10))).toThrow('truncated checkpoint: expected at least 16 bytes, got 10');
     expect(() => decodeCheckpoint(new Uint8Array([...good, 0, 0]))).toThrow('checkpoint has 2 unexpected trailing bytes');
   });
@@ -143,9 +153,13 @@ describe('checkpoint corruption', () => {
     const { data } = split(good);
     expect(() => decodeCheckpoint(join('{"formatVersion": 1, ', data))).toThrow('checkpoint header is not valid JSON');
     expect(() => decodeCheckpoint(join('[1, 2]', data))).toThrow('checkpoint header: expected a JSON object');
-    expect(() => decodeCheckpoint(forge((h) => delete (h as Partial<CheckpointHeader>).crc32))).toThrow('field "crc32" must be 8 lower-case hex digits');
+    expect(() => decodeCheckpoint(forge((h) => delete (h as Partial<CheckpointHeader>).crc32))).toThrow(
+      'field "crc32" must be 8 lower-case hex digits',
+    );
     expect(() => decodeCheckpoint(forge((h) => (h.formatVersion = 3)))).toThrow('header says formatVersion 3, the file preamble says 1');
-    expect(() => decodeCheckpoint(forge((h) => (h.tensors[1]!.dtype = 'f16' as never)))).toThrow('tensor "h.0.ln.bias": dtype must be "f32" or "u32", got "f16"');
+    expect(() => decodeCheckpoint(forge((h) => (h.tensors[1]!.dtype = 'f16' as never)))).toThrow(
+      'tensor "h.0.ln.bias": dtype must be "f32" or "u32", got "f16"',
+    );
   });
 
   it('tensor entries that do not fit are rejected by name', () => {

@@ -139,7 +139,9 @@ export function decodeCheckpoint(bytes: Uint8Array): DecodedCheckpoint {
     throw new CheckpointError(`truncated checkpoint: expected ${expected} bytes, got ${bytes.length}`);
   }
   if (bytes.length > expected) {
-    throw new CheckpointError(`checkpoint has ${bytes.length - expected} unexpected trailing bytes (expected ${expected} bytes, got ${bytes.length})`);
+    throw new CheckpointError(
+      `checkpoint has ${bytes.length - expected} unexpected trailing bytes (expected ${expected} bytes, got ${bytes.length})`,
+    );
   }
   for (const e of header.tensors) {
     if (e.offset + e.byteLength > header.dataByteLength) {
@@ -194,7 +196,9 @@ function readHeader(bytes: Uint8Array): { header: CheckpointHeader; dataStart: n
 function tensorView(bytes: Uint8Array, at: number, e: TensorEntry): TensorData {
   const n = e.byteLength / 4;
   if (LITTLE_ENDIAN && (bytes.byteOffset + at) % 4 === 0) {
-    return e.dtype === 'f32' ? new Float32Array(bytes.buffer, bytes.byteOffset + at, n) : new Uint32Array(bytes.buffer, bytes.byteOffset + at, n);
+    return e.dtype === 'f32'
+      ? new Float32Array(bytes.buffer, bytes.byteOffset + at, n)
+      : new Uint32Array(bytes.buffer, bytes.byteOffset + at, n);
   }
   const copy = e.dtype === 'f32' ? new Float32Array(n) : new Uint32Array(n);
   const view = new DataView(bytes.buffer, bytes.byteOffset + at, e.byteLength);

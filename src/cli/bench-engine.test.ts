@@ -55,7 +55,10 @@ test('bench engine rejects bad sizes as a usage error', async () => {
 
 test('bench engine --preset small: the training-step figure is the small model, its first loss checked against the float64 reference', async () => {
   const c = capture();
-  const code = await main(['bench', 'engine', '--json', '--quick', '--sizes', '64', '--reps', '1', '--steps', '2', '--preset', 'small'], c.io);
+  const code = await main(
+    ['bench', 'engine', '--json', '--quick', '--sizes', '64', '--reps', '1', '--steps', '2', '--preset', 'small'],
+    c.io,
+  );
   expect(code, c.err.join('\n')).toBe(0);
   const r = JSON.parse(c.out[0]!) as EngineBenchResult;
   expect(r.train_step.config).toMatchObject({ preset: 'small', nLayer: 4, dModel: 128 });

@@ -50,10 +50,22 @@ describe('coderl bench onnx', () => {
   test('helpers: median, token agreement, option checks', () => {
     expect(median([3, 1, 2])).toBe(2);
     expect(median([4, 1, 2, 3])).toBe(2.5);
-    expect(agreement([[1, 2, 3], [4]], [[1, 9, 3], [4, 5]])).toBe(3 / 5);
+    expect(
+      agreement(
+        [[1, 2, 3], [4]],
+        [
+          [1, 9, 3],
+          [4, 5],
+        ],
+      ),
+    ).toBe(3 / 5);
     expect(agreement([], [])).toBe(1);
-    expect(() => validateRaceOptions({ ...ONNX_RACE_QUICK, forward: { B: 1, T: 999 } })).toThrow(/forward T 999 exceeds the tiny context 128/);
-    expect(() => validateRaceOptions({ ...ONNX_RACE_QUICK, generate: { B: 1, promptLen: 100, newTokens: 40 } })).toThrow(/exceed the tiny context 128/);
+    expect(() => validateRaceOptions({ ...ONNX_RACE_QUICK, forward: { B: 1, T: 999 } })).toThrow(
+      /forward T 999 exceeds the tiny context 128/,
+    );
+    expect(() => validateRaceOptions({ ...ONNX_RACE_QUICK, generate: { B: 1, promptLen: 100, newTokens: 40 } })).toThrow(
+      /exceed the tiny context 128/,
+    );
     expect(() => validateRaceOptions({ ...ONNX_RACE_QUICK, reps: 0 })).toThrow(/reps must be a positive integer/);
   });
 });

@@ -41,7 +41,9 @@ export function intOption(cmd: string, options: Options, name: string, min: numb
   if (v === undefined) return undefined;
   const n = Number(v);
   if (typeof v !== 'string' || !Number.isInteger(n) || n < min) {
-    throw new UsageError(`coderl ${cmd}: --${name} must be ${min === 1 ? 'a positive integer' : `an integer >= ${min}`}, got '${String(v)}'`);
+    throw new UsageError(
+      `coderl ${cmd}: --${name} must be ${min === 1 ? 'a positive integer' : `an integer >= ${min}`}, got '${String(v)}'`,
+    );
   }
   return n;
 }

@@ -36,7 +36,10 @@ describe('coderl onnx', () => {
     const config = { ...TINY, vocabSize: tok.vocabSize };
     const ckpt = join(dir, 'tiny.ckpt');
     await writeFile(ckpt, saveModel({ ...tinySnapshot(config), tokenizer: tok.toJSON() }));
-    for (const [name, kv] of [['plain.onnx', false], ['kv.onnx', true]] as const) {
+    for (const [name, kv] of [
+      ['plain.onnx', false],
+      ['kv.onnx', true],
+    ] as const) {
       const out = join(dir, name);
       const c = capture();
       expect(await main(['onnx', 'export', '--checkpoint', ckpt, '--out', out, ...(kv ? ['--kv-cache'] : [])], c.io)).toBe(0);
@@ -61,16 +64,25 @@ describe('coderl onnx', () => {
     await writeFile(suite, BIGRAM_SUITE.map((t) => JSON.stringify(t)).join('\n') + '\n');
     const rec = join(dir, 'records.jsonl');
     const c = capture();
-    expect(await main(['onnx', 'eval', '--model', m, '--suite', suite, '--context', '64', '--k', '1,2', '--workers', '1', '--out', rec], c.io)).toBe(0);
+    expect(
+      await main(['onnx', 'eval', '--model', m, '--suite', suite, '--context', '64', '--k', '1,2', '--workers', '1', '--out', rec], c.io),
+    ).toBe(0);
     expect(c.out.join('\n')).toMatch(/pass@1: 0\.5000\npass@2: 0\.5000/);
-    expect((await readFile(rec, 'utf8')).trim().split('\n').map((l) => JSON.parse(l).completion)).toEqual(Array(4).fill(' x*2}'));
+    expect(
+      (await readFile(rec, 'utf8'))
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l).completion),
+    ).toEqual(Array(4).fill(' x*2}'));
     // a built-in suite by name: read and checked against the context (HumanEval-X's prompts are longer than 64 tokens)
     const b = capture();
     expect(await main(['onnx', 'eval', '--model', m, '--suite', 'humaneval-x-js', '--context', '64'], b.io)).toBe(2);
     expect(b.err.join('\n')).toMatch(/^coderl onnx eval: the longest prompt has \d+ tokens, the model's context is 64/);
     const u = capture();
     expect(await main(['onnx', 'eval', '--model', m, '--suite', 'humaneval-js', '--context', '64'], u.io)).toBe(2);
-    expect(u.err.join('\n')).toMatch(/^coderl onnx eval: cannot read --suite humaneval-js: ENOENT.*'humaneval-js' is not a built-in suite either \(built-in suites: humaneval-x-js, humaneval-python/);
+    expect(u.err.join('\n')).toMatch(
+      /^coderl onnx eval: cannot read --suite humaneval-js: ENOENT.*'humaneval-js' is not a built-in suite either \(built-in suites: humaneval-x-js, humaneval-python/,
+    );
   });
 
   test('a malformed model is exit 1 naming the file and the problem; bad usage is exit 2', async () => {
@@ -80,7 +92,11 @@ describe('coderl onnx', () => {
     await writeFile(join(dir, 'bad.tokenizer.json'), JSON.stringify(byteTokenizer().toJSON()));
     let c = capture();
     expect(await main(['onnx', 'eval', '--model', bad, '--suite', 'x.jsonl', '--context', '64'], c.io)).toBe(1);
-    expect(c.err.join('')).toMatch(new RegExp(`^coderl onnx eval: ${bad.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}: not a valid ONNX file: truncated protobuf at byte \\d+`));
+    expect(c.err.join('')).toMatch(
+      new RegExp(
+        `^coderl onnx eval: ${bad.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}: not a valid ONNX file: truncated protobuf at byte \\d+`,
+      ),
+    );
     c = capture();
     expect(await main(['onnx', 'convert'], c.io)).toBe(2);
     expect(c.err.join('')).toMatch(/unknown subcommand 'convert'; subcommands: export, parity, eval/);

@@ -36,9 +36,14 @@ export async function readSuiteArg(cmd: string, s: SuiteArg): Promise<Uint8Array
   } catch (e) {
     const why = (e as Error).message;
     if (s.builtin) {
-      throw new UsageError(`coderl ${cmd}: cannot read the built-in suite ${s.builtin.name} (${s.path}): ${why}; it ships in the repository's data/benchmarks/, and CODERL_DATA names another folder`);
+      throw new UsageError(
+        `coderl ${cmd}: cannot read the built-in suite ${s.builtin.name} (${s.path}): ${why}; it ships in the repository's data/benchmarks/, and CODERL_DATA names another folder`,
+      );
     }
-    const notName = (e as NodeJS.ErrnoException).code === 'ENOENT' ? `; '${s.label}' is not a built-in suite either (built-in suites: ${builtinNames()}; coderl suites lists them)` : '';
+    const notName =
+      (e as NodeJS.ErrnoException).code === 'ENOENT'
+        ? `; '${s.label}' is not a built-in suite either (built-in suites: ${builtinNames()}; coderl suites lists them)`
+        : '';
     throw new UsageError(`coderl ${cmd}: cannot read --suite ${s.label}: ${why}${notName}`);
   }
 }

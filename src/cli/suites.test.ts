@@ -15,7 +15,14 @@ import { readSuiteArg, resolveSuiteArg } from './suite-arg';
 function capture() {
   const out: string[] = [];
   const err: string[] = [];
-  return { io: { out: (t: string) => void out.push(...t.replace(/\n$/, '').split('\n')), err: (t: string) => void err.push(...t.replace(/\n$/, '').split('\n')) }, out, err };
+  return {
+    io: {
+      out: (t: string) => void out.push(...t.replace(/\n$/, '').split('\n')),
+      err: (t: string) => void err.push(...t.replace(/\n$/, '').split('\n')),
+    },
+    out,
+    err,
+  };
 }
 
 const NAMES = BUILTIN_SUITES.map((s) => s.name);
@@ -27,7 +34,10 @@ describe('--suite NAME', () => {
       expect(r).toEqual({ path: benchmarkPath(s.file), builtin: s, label: s.name });
       expect(await readSuiteArg('score', r)).toEqual(new Uint8Array(readFileSync(benchmarkPath(s.file))));
     }
-    expect(resolveSuiteArg('runs/x/tasks/heldout.jsonl')).toEqual({ path: 'runs/x/tasks/heldout.jsonl', label: 'runs/x/tasks/heldout.jsonl' });
+    expect(resolveSuiteArg('runs/x/tasks/heldout.jsonl')).toEqual({
+      path: 'runs/x/tasks/heldout.jsonl',
+      label: 'runs/x/tasks/heldout.jsonl',
+    });
     expect(resolveSuiteArg('./humaneval-x-js')).toEqual({ path: './humaneval-x-js', label: './humaneval-x-js' });
   });
 
@@ -49,7 +59,11 @@ describe('--suite NAME', () => {
     try {
       const c = capture();
       expect(await main(['score', '--suite', 'humaneval-python', '--canonical'], c.io)).toBe(2);
-      expect(c.err.join('\n')).toMatch(new RegExp(`^coderl score: cannot read the built-in suite humaneval-python \\(${process.env.CODERL_DATA}/humaneval-python\\.jsonl\\.gz\\): ENOENT.*CODERL_DATA names another folder`));
+      expect(c.err.join('\n')).toMatch(
+        new RegExp(
+          `^coderl score: cannot read the built-in suite humaneval-python \\(${process.env.CODERL_DATA}/humaneval-python\\.jsonl\\.gz\\): ENOENT.*CODERL_DATA names another folder`,
+        ),
+      );
       const l = capture();
       expect(await main(['suites'], l.io)).toBe(1);
       for (const n of NAMES) expect(l.err.join('\n')).toContain(`coderl suites: ${n}: cannot read `);
@@ -69,8 +83,14 @@ describe('coderl suites', () => {
     for (const [i, s] of BUILTIN_SUITES.entries()) {
       const bytes = readFileSync(benchmarkPath(s.file));
       expect(rows[i]).toEqual({
-        name: s.name, title: s.title, language: s.language, tasks: s.tasks, file: benchmarkPath(s.file),
-        sha256: createHash('sha256').update(bytes).digest('hex'), source: s.source, description: s.description,
+        name: s.name,
+        title: s.title,
+        language: s.language,
+        tasks: s.tasks,
+        file: benchmarkPath(s.file),
+        sha256: createHash('sha256').update(bytes).digest('hex'),
+        source: s.source,
+        description: s.description,
       });
     }
     expect(rows.find((r) => r.name === 'humaneval-x-js')).toMatchObject({ language: 'javascript', tasks: 164 });

@@ -22,21 +22,41 @@ function capture() {
 
 const root = mkdtempSync(join(tmpdir(), 'coderl-train-ref-'));
 const base = join(root, 'base');
-const args = (out: string) => ['train', '--preset', 'tiny', '--seed', '2', '--out', out, '--set', JSON.stringify(MINI_RUN), '--quiet', '--workers', '1'];
+const args = (out: string) => [
+  'train',
+  '--preset',
+  'tiny',
+  '--seed',
+  '2',
+  '--out',
+  out,
+  '--set',
+  JSON.stringify(MINI_RUN),
+  '--quiet',
+  '--workers',
+  '1',
+];
 
 /** A copy of the finished base run with everything from PPO on removed: a rerun redoes PPO only. */
 function ppoOnlyCopy(name: string): string {
   const dir = join(root, name);
   cpSync(base, dir, { recursive: true });
   // config.json goes too: the rerun's config names its reference model (config.rl.reference)
-  for (const f of ['config.json', 'ppo-state.json', 'policy.ckpt', 'summary.json', 'rollouts']) rmSync(join(dir, f), { recursive: true, force: true });
-  const kept = readFileSync(join(dir, 'metrics.jsonl'), 'utf8').trim().split('\n').filter((l) => !/^\{"stage":"(ppo|rl-eval)"/.test(l));
+  for (const f of ['config.json', 'ppo-state.json', 'policy.ckpt', 'summary.json', 'rollouts'])
+    rmSync(join(dir, f), { recursive: true, force: true });
+  const kept = readFileSync(join(dir, 'metrics.jsonl'), 'utf8')
+    .trim()
+    .split('\n')
+    .filter((l) => !/^\{"stage":"(ppo|rl-eval)"/.test(l));
   writeFileSync(join(dir, 'metrics.jsonl'), kept.join('\n') + '\n');
   return dir;
 }
 
 const ppoKl = (dir: string): number => {
-  const lines = readFileSync(join(dir, 'metrics.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+  const lines = readFileSync(join(dir, 'metrics.jsonl'), 'utf8')
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
   const ppo = lines.filter((l) => l.stage === 'ppo');
   expect(ppo).toHaveLength(1);
   return ppo[0]!['objective/kl'] as number;
@@ -51,7 +71,7 @@ beforeAll(async () => {
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
 describe('coderl train --reference', () => {
-  test('the export of the run\'s own SFT model as the reference gives the KL of the run without it (~0)', async () => {
+  test("the export of the run's own SFT model as the reference gives the KL of the run without it (~0)", async () => {
     const dir = ppoOnlyCopy('same');
     const t = capture();
     expect(await main([...args(dir), '--reference', join(root, 'sft.onnx')], t.io)).toBe(0);
@@ -61,16 +81,20 @@ describe('coderl train --reference', () => {
     expect(Math.abs(without)).toBeLessThan(1e-6); // policy == reference at the first iteration
     expect(Math.abs(withRef - without)).toBeLessThan(1e-3); // float32 ORT vs the float64 CPU model
     // the config names the reference; resuming PPO without it is refused, naming the model
-    const cfg = JSON.parse(readFileSync(join(dir, 'config.json'), 'utf8')) as { cfg: { rl: { reference?: { name: string; sha256: string } } } };
+    const cfg = JSON.parse(readFileSync(join(dir, 'config.json'), 'utf8')) as {
+      cfg: { rl: { reference?: { name: string; sha256: string } } };
+    };
     expect(cfg.cfg.rl.reference?.name).toBe('sft.onnx');
     expect(cfg.cfg.rl.reference?.sha256).toMatch(/^[0-9a-f]{64}$/);
     for (const f of ['ppo-state.json', 'policy.ckpt', 'summary.json', 'rollouts']) rmSync(join(dir, f), { recursive: true, force: true });
     const r = capture();
     expect(await main(args(dir), r.io)).toBe(1);
-    expect(r.err.join('\n')).toMatch(/coderl train: the run directory holds a run with a different config or seed: rl\.reference \(stored \{"name":"sft\.onnx","sha256":"[0-9a-f]+/);
+    expect(r.err.join('\n')).toMatch(
+      /coderl train: the run directory holds a run with a different config or seed: rl\.reference \(stored \{"name":"sft\.onnx","sha256":"[0-9a-f]+/,
+    );
   }, 120_000);
 
-  test('a different model with the run\'s tokenizer is the reference: the KL is large', async () => {
+  test("a different model with the run's tokenizer is the reference: the KL is large", async () => {
     const sft = loadModel(readFileSync(join(base, 'sft.ckpt')));
     const rand = join(root, 'rand.onnx');
     writeFileSync(rand, exportOnnx(tinySnapshot(sft.config, 9, 1)));
@@ -89,7 +113,9 @@ describe('coderl train --reference', () => {
     const dir = ppoOnlyCopy('other-tok');
     const t = capture();
     expect(await main([...args(dir), '--reference', m], t.io)).toBe(1);
-    expect(t.err.join('\n')).toMatch(/^coderl train: .*bigram\.onnx \(--reference\): its tokenizer differs from the policy's \(vocab 258 vs \d+\)/);
+    expect(t.err.join('\n')).toMatch(
+      /^coderl train: .*bigram\.onnx \(--reference\): its tokenizer differs from the policy's \(vocab 258 vs \d+\)/,
+    );
     const u = capture();
     expect(await main([...args(join(root, 'x')), '--reference-tokenizer', 't.json'], u.io)).toBe(2);
     expect(u.err.join('\n')).toMatch(/--reference-tokenizer needs --reference M\.onnx/);

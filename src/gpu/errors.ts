@@ -33,10 +33,6 @@ export class GpuError extends Error {
 /** Converts a popped GPUError (from an error scope) into a GpuError. */
 export function fromScopeError(err: GPUError, where: string): GpuError {
   const ctor = (err as { constructor?: { name?: string } }).constructor?.name ?? '';
-  const kind: GpuErrorKind = ctor.includes('OutOfMemory')
-    ? 'out-of-memory'
-    : ctor.includes('Internal')
-      ? 'internal'
-      : 'validation';
+  const kind: GpuErrorKind = ctor.includes('OutOfMemory') ? 'out-of-memory' : ctor.includes('Internal') ? 'internal' : 'validation';
   return new GpuError(kind, err.message.trim(), where);
 }

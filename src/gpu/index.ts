@@ -5,4 +5,4 @@ export * from './pool';
 export * from './provider';
 export * from './recorder';
 export * from './runtime';
-export * from "./info";
+export * from './info';

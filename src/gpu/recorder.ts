@@ -264,7 +264,8 @@ export class Recorder {
       for (const b of released) rt.pool.release(b);
       return { label: this.label, dispatches: dispatches.length, reads: reads.length, timings, wallMs: performance.now() - t0 };
     } catch (e) {
-      const err = rt.state === 'lost' ? new GpuError('device-lost', `GPU device was lost during submit: ${(e as Error).message}`, this.label) : e;
+      const err =
+        rt.state === 'lost' ? new GpuError('device-lost', `GPU device was lost during submit: ${(e as Error).message}`, this.label) : e;
       for (const r of reads) r.pending.reject(err);
       throw err;
     }

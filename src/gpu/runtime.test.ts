@@ -119,7 +119,9 @@ describe('recording', () => {
     const rec = rt.record('bad bindings');
     expect((await rejection(() => rec.dispatch(k, {}, { n: 4 }))).message).toMatch(/bad bindings > add_one: missing binding "v"/);
     expect((await rejection(() => rec.dispatch(k, { v, w: v }, { n: 4 }))).message).toMatch(/unknown binding "w" \(kernel has v\)/);
-    expect((await rejection(() => rec.dispatch(s, { x: v, y: v, params: v }, { n: 4, a: 1 }))).message).toMatch(/"params" is the uniform block/);
+    expect((await rejection(() => rec.dispatch(s, { x: v, y: v, params: v }, { n: 4, a: 1 }))).message).toMatch(
+      /"params" is the uniform block/,
+    );
     expect((await rejection(() => rec.read(v, 2, 4))).message).toMatch(/multiples of 4/);
     expect((await rejection(() => rec.read(v, 0, 32))).message).toMatch(/outside buffer "v" of 16 bytes/);
     v.destroy();

@@ -250,7 +250,8 @@ export class GpuRuntime {
   async release(timeoutMs = 5000): Promise<void> {
     if (this.state === 'disposed') return;
     const dev = this.dev;
-    const bounded = (p: Promise<unknown>): Promise<unknown> => Promise.race([p.catch(() => undefined), new Promise((r) => setTimeout(r, timeoutMs))]);
+    const bounded = (p: Promise<unknown>): Promise<unknown> =>
+      Promise.race([p.catch(() => undefined), new Promise((r) => setTimeout(r, timeoutMs))]);
     if (this.state === 'ready') await bounded(dev.queue.onSubmittedWorkDone());
     this.dispose();
     await bounded(dev.lost);

@@ -125,7 +125,12 @@ async function runAdamW(
   await rec.submit();
   const [param, m, v, status] = await Promise.all(outs);
   for (const b of Object.values(bufs)) b.destroy();
-  return { gpu: { param: new Float32Array(param!), m: new Float32Array(m!), v: new Float32Array(v!) }, ref, init, status: Array.from(new Uint32Array(status!)) };
+  return {
+    gpu: { param: new Float32Array(param!), m: new Float32Array(m!), v: new Float32Array(v!) },
+    ref,
+    init,
+    status: Array.from(new Uint32Array(status!)),
+  };
 }
 
 /**

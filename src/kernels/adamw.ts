@@ -132,7 +132,8 @@ export const adamw: KernelSpec<AdamWProblem> = {
   dispatch: (p, limits) => linearWorkgroups(p.n, WG, limits),
   uniforms: (p) => {
     if (!Number.isInteger(p.step) || p.step < 1) throw new Error(`adamw: step must be a positive integer, got ${p.step}`);
-    if (!Number.isInteger(p.offset) || p.offset < 0 || !Number.isInteger(p.n) || p.n < 0) throw new Error(`adamw: bad range offset=${p.offset} n=${p.n}`);
+    if (!Number.isInteger(p.offset) || p.offset < 0 || !Number.isInteger(p.n) || p.n < 0)
+      throw new Error(`adamw: bad range offset=${p.offset} n=${p.n}`);
     const u = new DataView(new ArrayBuffer(48));
     u.setUint32(0, p.offset, true);
     u.setUint32(4, p.n, true);

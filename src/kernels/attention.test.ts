@@ -106,16 +106,20 @@ const name = (c: Case): string => `B=${c.B} T=${c.T} C=${c.C} NH=${c.NH} start=$
 
 describe('attention_forward matches attentionForwardRef', () => {
   test.each(cases.map((c) => [name(c), c] as const))('%s', (_, c) => runForward(c));
-  test('tile 4 (many ragged tiles)', () => runForward({ B: 2, T: 17, C: 24, NH: 2, start: [0, 6] }, attentionTileVariant(attentionForward, 4)));
+  test('tile 4 (many ragged tiles)', () =>
+    runForward({ B: 2, T: 17, C: 24, NH: 2, start: [0, 6] }, attentionTileVariant(attentionForward, 4)));
 });
 
 describe('attention_backward (dq, then dk and dv) accumulates attentionBackwardRef', () => {
   test.each(cases.map((c) => [name(c), c] as const))('%s', (_, c) => runBackward(c));
   test('tile 4 (many ragged tiles)', () =>
-    runBackward({ B: 2, T: 17, C: 24, NH: 2, start: [0, 6] }, {
-      dq: attentionTileVariant(attentionBackwardDq, 4),
-      dkv: attentionTileVariant(attentionBackwardDkv, 4),
-    }));
+    runBackward(
+      { B: 2, T: 17, C: 24, NH: 2, start: [0, 6] },
+      {
+        dq: attentionTileVariant(attentionBackwardDq, 4),
+        dkv: attentionTileVariant(attentionBackwardDkv, 4),
+      },
+    ));
 });
 
 test('the GPU forward then backward agrees with the references end to end', async () => {

@@ -92,7 +92,7 @@ describe('prefill + decode steps on the GPU equal attentionForwardRef on the ful
     const rec = rt.record('prefill + decode');
     const steps: { pos: number; n: number; out: Promise<ArrayBuffer> }[] = [];
     const temps: GPUBuffer[] = [];
-    for (let pos = 0; pos < T; ) {
+    for (let pos = 0; pos < T;) {
       const n = pos === 0 ? P : 1;
       const part = rt.upload(Float32Array.from(sliceRows(qkv, B, T, 3 * C, pos, pos + n)), `qkv ${pos}`);
       const out = rt.storage(B * n * C * 4, `out ${pos}`);

@@ -18,7 +18,12 @@ export function attends(t: number, j: number, s: number): boolean {
 
 /** Throws unless the sizes describe a valid attention problem. */
 export function checkAttentionShape(what: string, B: number, T: number, C: number, NH: number): number {
-  for (const [name, v] of [['B', B], ['T', T], ['C', C], ['NH', NH]] as const) {
+  for (const [name, v] of [
+    ['B', B],
+    ['T', T],
+    ['C', C],
+    ['NH', NH],
+  ] as const) {
     if (!Number.isInteger(v) || v < 1) throw new Error(`${what}: ${name} must be a positive integer, got ${v}`);
   }
   if (C % NH !== 0) throw new Error(`${what}: C=${C} is not divisible by NH=${NH}`);
@@ -65,7 +70,7 @@ export function attentionForwardRef(
         // att[j] = exp(pre[j] - max) / sum, 0 where masked
         let sum = 0;
         for (let j = 0; j < T; j++) {
-          if (attends(t, j, s)) sum += (att[row + j] = Math.exp(att[row + j]! - max));
+          if (attends(t, j, s)) sum += att[row + j] = Math.exp(att[row + j]! - max);
           else att[row + j] = 0;
         }
         for (let j = 0; j < T; j++) att[row + j]! /= sum;
@@ -208,7 +213,7 @@ export function attentionDecodeRef(
           if (p[j]! > max) max = p[j]!;
         }
         let sum = 0;
-        for (let j = 0; j <= t; j++) if (attends(t, j, s)) sum += (p[j] = Math.exp(p[j]! - max));
+        for (let j = 0; j <= t; j++) if (attends(t, j, s)) sum += p[j] = Math.exp(p[j]! - max);
         const o = (b * Tnew + i) * C + h * HS;
         for (let d = 0; d < HS; d++) out[o + d] = 0;
         for (let j = 0; j <= t; j++) {

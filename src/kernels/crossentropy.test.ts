@@ -24,7 +24,12 @@ function inputs(BT: number, V: number, seed: number) {
 async function runCrossEntropy(BT: number, V: number, writeGrad: boolean, spec = crossEntropy): Promise<void> {
   const rt = await testRuntime();
   const { logits, targets, mask } = inputs(BT, V, 1000 * BT + V);
-  const scale = 1 / Math.max(1, mask.reduce((a, b) => a + b, 0));
+  const scale =
+    1 /
+    Math.max(
+      1,
+      mask.reduce((a, b) => a + b, 0),
+    );
   const bufs = {
     logits: rt.upload(logits, 'logits'),
     targets: rt.upload(targets, 'targets'),
@@ -48,7 +53,12 @@ async function runCrossEntropy(BT: number, V: number, writeGrad: boolean, spec =
   // Loss = log(sum exp(x - max)) - (x_t - max): WGSL exp is good to 3 + 2|x| ulp (|x| <= 16 here,
   // ~4e-6 relative on each term), log to 2^-21 absolute near 1; x_t - max is exact or one rounding.
   // (SwiftShader: 1.7e-6 absolute at V=1000.)
-  expectClose(got.filter((_, i) => !nan[i]), losses.filter((_, i) => !nan[i]), { atol: 1e-5, rtol: 1e-5 }, `losses ${BT}x${V}`);
+  expectClose(
+    got.filter((_, i) => !nan[i]),
+    losses.filter((_, i) => !nan[i]),
+    { atol: 1e-5, rtol: 1e-5 },
+    `losses ${BT}x${V}`,
+  );
   if (dlogits) {
     // p = exp(x - max) / s: the same exp error (relative to p) plus one division; the one-hot
     // element p - 1 loses nothing further. Scaled by mask * scale <= 1.5. (SwiftShader: 1.5e-6 relative.)

@@ -153,7 +153,15 @@ test('the shaders skip out-of-range ids (memory safety when validation is bypass
   }
   expectClose(new Float32Array(await out), want, FWD_TOL, 'forward with bad ids');
   const wantGrad = new Float64Array(p.V * p.C);
-  embeddingBackwardRef(wantGrad, new Float64Array(p.maxT * p.C), dout.map((d, i) => (i < p.C ? 0 : d)), safeTokens, safePositions, p.BT, p.C);
+  embeddingBackwardRef(
+    wantGrad,
+    new Float64Array(p.maxT * p.C),
+    dout.map((d, i) => (i < p.C ? 0 : d)),
+    safeTokens,
+    safePositions,
+    p.BT,
+    p.C,
+  );
   expectClose(new Float32Array(await grad), wantGrad, BWD_TOL, 'backward with a bad id in row 0');
   for (const buf of [...Object.values(b), dtable, doutBuf]) buf.destroy();
 });

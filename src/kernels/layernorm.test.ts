@@ -146,6 +146,11 @@ test('layernormBackwardRef is the gradient of layernormForwardRef (finite differ
     [weight, grads.dweight, 'dweight'],
     [bias, grads.dbias, 'dbias'],
   ] as const) {
-    expectClose(grad, Array.from(x, (_, i) => centralDiff(loss, x, i, 1e-5)), tol, `${name} vs finite differences`);
+    expectClose(
+      grad,
+      Array.from(x, (_, i) => centralDiff(loss, x, i, 1e-5)),
+      tol,
+      `${name} vs finite differences`,
+    );
   }
 });

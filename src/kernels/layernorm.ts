@@ -106,7 +106,12 @@ export function layernormWorkgroup(C: number): number {
 }
 
 /** Records the backward: the per-row and the per-channel dispatch. */
-export async function recordLayernormBackward(rt: GpuRuntime, rec: Recorder, b: LayernormBackwardBuffers, p: LayernormProblem): Promise<void> {
+export async function recordLayernormBackward(
+  rt: GpuRuntime,
+  rec: Recorder,
+  b: LayernormBackwardBuffers,
+  p: LayernormProblem,
+): Promise<void> {
   const bindings = { ...b };
   rec.dispatch(await rt.compile(layernormBackwardRows(layernormWorkgroup(p.C))), bindings, p);
   rec.dispatch(await rt.compile(layernormBackwardChannels()), bindings, p);

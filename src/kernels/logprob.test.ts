@@ -2,7 +2,15 @@ import { describe, expect, test } from 'vitest';
 import { linearWorkgroups } from '../gpu/kernel';
 import { expectClose, testRuntime } from '../testing/gpu';
 import { Rng } from '../util/random';
-import { logprobBackward, logprobEntropyBackwardRef, logprobEntropyRef, logprobForward, rowLogprob, rowLogprobEntropy, type LogprobProblem } from './logprob';
+import {
+  logprobBackward,
+  logprobEntropyBackwardRef,
+  logprobEntropyRef,
+  logprobForward,
+  rowLogprob,
+  rowLogprobEntropy,
+  type LogprobProblem,
+} from './logprob';
 
 async function runLogprob(BT: number, V: number, invTemp: number, specs = { fwd: logprobForward, bwd: logprobBackward }): Promise<void> {
   const rt = await testRuntime();
@@ -41,7 +49,12 @@ async function runLogprob(BT: number, V: number, invTemp: number, specs = { fwd:
   // logp = (z_t - m) - log S and H = log S - sum p (z - m): WGSL exp is good to 3 + 2|x| ulp
   // (|x| <= 24 here: ~6e-6 relative per term), log to 2^-21 absolute near 1. (SwiftShader: 8e-7.)
   const tol = { atol: 1e-5, rtol: 1e-5 };
-  expectClose(gotLogp!.filter((_, i) => !nan[i]), refLogp.filter((_, i) => !nan[i]), tol, `logp ${BT}x${V}`);
+  expectClose(
+    gotLogp!.filter((_, i) => !nan[i]),
+    refLogp.filter((_, i) => !nan[i]),
+    tol,
+    `logp ${BT}x${V}`,
+  );
   expectClose(gotH!, refH, tol, `entropy ${BT}x${V}`);
   // dlogits: p carries the exp error (relative); log p + H can cancel, leaving ~1e-5 * |log p|
   // absolute times p <= 1, times |dentropy| <= 1 and invTemp <= 2. (SwiftShader: 6e-8 absolute.)

@@ -64,7 +64,12 @@ export const logprobBackward: KernelSpec<LogprobProblem> = {
 };
 
 /** Row r's scaled logits z = invTemp * logits[r], its max m, log S = log sum exp(z - m), and E = sum p (z - m). */
-function rowStats(logits: ArrayLike<number>, r: number, V: number, invTemp: number): { z: Float64Array; m: number; logS: number; e: number } {
+function rowStats(
+  logits: ArrayLike<number>,
+  r: number,
+  V: number,
+  invTemp: number,
+): { z: Float64Array; m: number; logS: number; e: number } {
   const z = new Float64Array(V);
   let m = -Infinity;
   for (let i = 0; i < V; i++) {
@@ -91,7 +96,13 @@ export function rowLogprob(logits: ArrayLike<number>, row: number, V: number, in
 }
 
 /** log softmax(invTemp * logits[row])[target] and the row's entropy, in float64, for one row. */
-export function rowLogprobEntropy(logits: ArrayLike<number>, row: number, V: number, invTemp: number, target: number): { logp: number; entropy: number } {
+export function rowLogprobEntropy(
+  logits: ArrayLike<number>,
+  row: number,
+  V: number,
+  invTemp: number,
+  target: number,
+): { logp: number; entropy: number } {
   const { z, m, logS, e } = rowStats(logits, row, V, invTemp);
   return { logp: z[target]! - m - logS, entropy: logS - e };
 }

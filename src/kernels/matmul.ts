@@ -189,7 +189,14 @@ export function matmulForwardRef(
     for (; n < N2; n += 2) {
       const w0 = n * K;
       const w1 = w0 + K;
-      let s00 = 0, s01 = 0, s10 = 0, s11 = 0, s20 = 0, s21 = 0, s30 = 0, s31 = 0;
+      let s00 = 0,
+        s01 = 0,
+        s10 = 0,
+        s11 = 0,
+        s20 = 0,
+        s21 = 0,
+        s30 = 0,
+        s31 = 0;
       for (let k = 0; k < K; k++) {
         const x0 = weight[w0 + k]!;
         const x1 = weight[w1 + k]!;

@@ -111,6 +111,11 @@ test('matmulBackwardRef is the gradient of matmulForwardRef (finite differences)
   // and it accumulates: a second call adds the same again
   const again = Float64Array.from(dweight);
   matmulBackwardRef(dinp, again, null, g, inp, weight, M, K, N);
-  expectClose(again, dweight.map((v) => 2 * v), tol, 'dweight after two calls');
+  expectClose(
+    again,
+    dweight.map((v) => 2 * v),
+    tol,
+    'dweight after two calls',
+  );
   expect(dbias.some((v) => v !== 0)).toBe(true);
 });

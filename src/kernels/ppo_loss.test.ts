@@ -66,7 +66,12 @@ async function runPpo(n: number, cfg: RlLossConfig, extraStride = 0): Promise<nu
   expectClose(dtok!.subarray(stride, stride + n), ref.dentropy, tol, `dentropy n=${n}`);
   expectClose(dvalue!, ref.dvalue, tol, `dvalue n=${n}`);
   // float32 sums of n terms of magnitude <= ~10 (per-invocation runs, then a tree)
-  expectClose(sums!, RL_STAT_FIELDS.map((f) => refSums[f]), { atol: 2e-6 * (n + 10), rtol: 1e-5 }, `sums n=${n}`);
+  expectClose(
+    sums!,
+    RL_STAT_FIELDS.map((f) => refSums[f]),
+    { atol: 2e-6 * (n + 10), rtol: 1e-5 },
+    `sums n=${n}`,
+  );
   for (const b of Object.values(bufs)) b.destroy();
   return (refSums.clipped - prior[5]!) / tokens;
 }
@@ -87,7 +92,13 @@ describe('ppo_loss matches rlTokenGradsRef', () => {
   test('shapes it cannot index are rejected', () => {
     expect(() => ppoLoss.uniforms!({ ...BASE, n: 0, stride: 64, scale: 1 })).toThrow(/token count/);
     expect(() => ppoLoss.uniforms!({ ...BASE, n: 100, stride: 64, scale: 1 })).toThrow(/stride/);
-    const short = { oldLogp: new Float32Array(3), oldValues: new Float32Array(4), advantages: new Float32Array(4), returns: new Float32Array(4), refLogp: new Float32Array(4) };
+    const short = {
+      oldLogp: new Float32Array(3),
+      oldValues: new Float32Array(4),
+      advantages: new Float32Array(4),
+      returns: new Float32Array(4),
+      refLogp: new Float32Array(4),
+    };
     expect(() => packRollout(short, 4, 64)).toThrow(/oldLogp has 3 values, expected B \* T = 4/);
   });
 });
@@ -110,9 +121,21 @@ describe('rlTokenGradsRef', () => {
     const h = Float64Array.from(x.entropy);
     const v = Float64Array.from(x.values);
     const got = { dlogp: new Float64Array(n), dentropy: new Float64Array(n), dvalue: new Float64Array(n) };
-    rlTokenGradsRef(got, lp, h, v, x, n, cfg, scale, { tokens: 0, policyLoss: 0, valueLoss: 0, entropy: 0, kl: 0, approxKl: 0, clipped: 0 });
+    rlTokenGradsRef(got, lp, h, v, x, n, cfg, scale, {
+      tokens: 0,
+      policyLoss: 0,
+      valueLoss: 0,
+      entropy: 0,
+      kl: 0,
+      approxKl: 0,
+      clipped: 0,
+    });
     const eps = 1e-6;
-    for (const [name, arr, d] of [['dlogp', lp, got.dlogp], ['dentropy', h, got.dentropy], ['dvalue', v, got.dvalue]] as const) {
+    for (const [name, arr, d] of [
+      ['dlogp', lp, got.dlogp],
+      ['dentropy', h, got.dentropy],
+      ['dvalue', v, got.dvalue],
+    ] as const) {
       const fd = new Float64Array(n);
       for (let i = 0; i < n; i++) {
         const keep = arr[i]!;

@@ -26,7 +26,11 @@ describe('rand: GPU equals the CPU reference bit for bit', () => {
   });
 
   test('2-D folded dispatch (per-dimension limit forced to 5 workgroups)', async () => {
-    const spec = { ...randUniform, name: 'rand_folded', dispatch: (p: RandProblem) => linearWorkgroups(p.n, 64, { maxComputeWorkgroupsPerDimension: 5 } as GPUSupportedLimits) };
+    const spec = {
+      ...randUniform,
+      name: 'rand_folded',
+      dispatch: (p: RandProblem) => linearWorkgroups(p.n, 64, { maxComputeWorkgroupsPerDimension: 5 } as GPUSupportedLimits),
+    };
     const got = await gpuRand({ n: 1500, seed: 9, stream: 2 }, spec); // 24 groups folded into 25
     expect(Array.from(got)).toEqual(Array.from(randUniformRef(9, 2, 1500)));
   });
@@ -106,7 +110,12 @@ describe('rand: uniformity (fixed seeds)', () => {
 
   test('more seeds and streams pass the 1-D and pair checks', () => {
     let failures = 0;
-    for (const [seed, stream] of [[1, 0], [1, 2], [77, 5], [0xdeadbeef, 123456]] as const) {
+    for (const [seed, stream] of [
+      [1, 0],
+      [1, 2],
+      [77, 5],
+      [0xdeadbeef, 123456],
+    ] as const) {
       const u = randUniformRef(seed, stream, 32768);
       if (!chi2Uniform1d(u, 32).ok) failures++;
       if (!chi2Pairs(u.subarray(0, 16384), u.subarray(16384), 8).ok) failures++;

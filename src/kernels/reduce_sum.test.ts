@@ -31,7 +31,11 @@ describe('reduce_sum matches its float64 reference', () => {
 
 test('reduce_sum with a 2-D folded dispatch (per-dimension limit forced to 6)', async () => {
   const { linearWorkgroups } = await import('../gpu/kernel');
-  const spec = { ...reduceSumVariant(32), name: 'reduce_sum_folded', dispatch: (p: { n: number }) => linearWorkgroups(p.n, 32, { maxComputeWorkgroupsPerDimension: 6 } as GPUSupportedLimits) };
+  const spec = {
+    ...reduceSumVariant(32),
+    name: 'reduce_sum_folded',
+    dispatch: (p: { n: number }) => linearWorkgroups(p.n, 32, { maxComputeWorkgroupsPerDimension: 6 } as GPUSupportedLimits),
+  };
   const rt = await testRuntime();
   const n = 999; // 32 groups folded into 6 x 6 = 36; the 4 extra write nothing
   const x = new Rng(3).float32(n);

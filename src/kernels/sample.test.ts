@@ -26,14 +26,21 @@ function inputs(c: Case, seed: number) {
   const allowMask = c.mask ? new Uint32Array(c.B * W).map(() => (rng.next() * 2 ** 32) >>> 0) : null;
   if (allowMask && c.B > 2) {
     allowMask.fill(0, W, 3 * W); // row 1: nothing allowed
-    allowMask[3 * W - 1] = (1 << (c.V - 1) % 32) >>> 0; // row 2: only the last id
+    allowMask[3 * W - 1] = (1 << ((c.V - 1) % 32)) >>> 0; // row 2: only the last id
   }
   const u = new Float32Array(c.B).map(() => rng.next());
   return { logits, bias, allowMask, u };
 }
 
 /** Dispatches sample; `uBuffer` replaces u when given (the rand kernel's output). */
-async function gpuSample(c: Case, logits: Float32Array, u: Float32Array | GPUBuffer, bias: Float32Array | null, allowMask: Uint32Array | null, spec = sample) {
+async function gpuSample(
+  c: Case,
+  logits: Float32Array,
+  u: Float32Array | GPUBuffer,
+  bias: Float32Array | null,
+  allowMask: Uint32Array | null,
+  spec = sample,
+) {
   const rt = await testRuntime();
   const dummy = rt.storage(4, 'dummy');
   const bufs = {
@@ -44,7 +51,15 @@ async function gpuSample(c: Case, logits: Float32Array, u: Float32Array | GPUBuf
     tokens: rt.storage(c.B * 4, 'tokens'),
     logp: rt.storage(c.B * 4, 'logp'),
   };
-  const problem: SampleProblem = { B: c.B, V: c.V, temperature: c.temperature, topK: c.topK, topP: c.topP, useBias: !!bias, useMask: !!allowMask };
+  const problem: SampleProblem = {
+    B: c.B,
+    V: c.V,
+    temperature: c.temperature,
+    topK: c.topK,
+    topP: c.topP,
+    useBias: !!bias,
+    useMask: !!allowMask,
+  };
   const rec = rt.record(`sample ${c.B}x${c.V}`);
   rec.dispatch(await rt.compile(spec), bufs, problem);
   const outs = [rec.read(bufs.tokens), rec.read(bufs.logp)];
@@ -62,7 +77,12 @@ async function runExact(c: Case, spec = sample): Promise<void> {
   const nan = Array.from(want.logp, Number.isNaN);
   expect(Array.from(got.logp, Number.isNaN)).toEqual(nan);
   // logp = (s_tok - m) - log sum exp(s - m): exp good to 3 + 2|x| ulp of WGSL, |s| <= 6 / T
-  expectClose(got.logp.filter((_, i) => !nan[i]), want.logp.filter((_, i) => !nan[i]), { atol: 1e-5, rtol: 1e-5 }, 'logp');
+  expectClose(
+    got.logp.filter((_, i) => !nan[i]),
+    want.logp.filter((_, i) => !nan[i]),
+    { atol: 1e-5, rtol: 1e-5 },
+    'logp',
+  );
   if (c.mask && c.B > 2) {
     expect(got.tokens[1]).toBe(NO_TOKEN);
     expect(got.tokens[2]).toBe(c.V - 1);
@@ -91,7 +111,11 @@ describe('sample makes the same choice as its reference', () => {
   test.each(cases)('%s', (_, c) => runExact(c));
 
   test('2-D folded dispatch (per-dimension limit forced to 3 workgroups)', async () => {
-    const spec = { ...sample, name: 'sample_folded', dispatch: (p: SampleProblem) => linearWorkgroups(p.B, 1, { maxComputeWorkgroupsPerDimension: 3 } as GPUSupportedLimits) };
+    const spec = {
+      ...sample,
+      name: 'sample_folded',
+      dispatch: (p: SampleProblem) => linearWorkgroups(p.B, 1, { maxComputeWorkgroupsPerDimension: 3 } as GPUSupportedLimits),
+    };
     await runExact({ B: 7, V: 40, temperature: 1, topK: 10, topP: 0.9, mask: true }, spec); // 7 rows in 3 x 3
   });
 });
@@ -99,7 +123,8 @@ describe('sample makes the same choice as its reference', () => {
 describe('sampleRef', () => {
   test('top-k keeps every token tied with the k-th largest value; top-p keeps the smallest nucleus', () => {
     const logits = [1, 3, 2, 3, 2, 0]; // sorted: 3 3 2 2 1 0
-    const dist = (topK: number, topP: number) => Array.from(sampleDistributionRef(logits, 1, 6, { temperature: 1, topK, topP }), (p) => p > 0);
+    const dist = (topK: number, topP: number) =>
+      Array.from(sampleDistributionRef(logits, 1, 6, { temperature: 1, topK, topP }), (p) => p > 0);
     expect(dist(3, 1)).toEqual([false, true, true, true, true, false]); // 3rd largest is 2: both 2s kept
     expect(dist(2, 1)).toEqual([false, true, false, true, false, false]);
     // masses e^3 e^3 e^2 e^2 e^1 e^0 / Z: the two 3s hold 0.665; the 2s bring it to 0.910
@@ -156,7 +181,8 @@ describe('sample: frequencies follow the truncated distribution', () => {
     const kept = p.reduce((n, x) => n + (x > 0 ? 1 : 0), 0);
     expect(kept).toBeGreaterThan(2); // the truncation leaves a real choice...
     expect(kept).toBeLessThan(7); // ...and top-p cut below top-k
-    const stat = (q: ArrayLike<number>) => counts.reduce((s, n, i) => (q[i]! > 0 ? s + (n - B * q[i]!) ** 2 / (B * q[i]!) : s + (n > 0 ? Infinity : 0)), 0);
+    const stat = (q: ArrayLike<number>) =>
+      counts.reduce((s, n, i) => (q[i]! > 0 ? s + (n - B * q[i]!) ** 2 / (B * q[i]!) : s + (n > 0 ? Infinity : 0)), 0);
     expect(stat(p)).toBeLessThan(chi2Upper(kept - 1));
     // the same statistic rejects the untruncated distribution (tokens outside the nucleus never drawn)
     const full = sampleDistributionRef(row, 1, V, { ...c, bias: rowBias, topK: 0, topP: 1 });

@@ -78,9 +78,12 @@ export const sample: KernelSpec<SampleProblem> = {
 };
 
 function checkSample(p: { B: number; V: number; temperature: number; topK: number; topP: number }): void {
-  if (!Number.isInteger(p.B) || p.B < 0 || !Number.isInteger(p.V) || p.V < 1 || p.B * p.V > 2 ** 32 - 1) throw new Error(`sample: bad shape B=${p.B}, V=${p.V}`);
-  if (!(p.temperature >= 0) || !Number.isFinite(p.temperature)) throw new Error(`sample: temperature must be finite and >= 0, got ${p.temperature}`);
-  if (!Number.isInteger(p.topK) || p.topK < 0 || p.topK > 2 ** 32 - 1) throw new Error(`sample: topK must be a non-negative integer, got ${p.topK}`);
+  if (!Number.isInteger(p.B) || p.B < 0 || !Number.isInteger(p.V) || p.V < 1 || p.B * p.V > 2 ** 32 - 1)
+    throw new Error(`sample: bad shape B=${p.B}, V=${p.V}`);
+  if (!(p.temperature >= 0) || !Number.isFinite(p.temperature))
+    throw new Error(`sample: temperature must be finite and >= 0, got ${p.temperature}`);
+  if (!Number.isInteger(p.topK) || p.topK < 0 || p.topK > 2 ** 32 - 1)
+    throw new Error(`sample: topK must be a non-negative integer, got ${p.topK}`);
   if (!(p.topP >= 0 && p.topP <= 1)) throw new Error(`sample: topP must be in [0, 1], got ${p.topP}`);
 }
 
@@ -89,7 +92,13 @@ function invTemperature(temperature: number): number {
   return temperature === 0 ? 1 : Math.fround(1 / temperature);
 }
 
-type SampleOpts = { temperature: number; topK: number; topP: number; bias?: ArrayLike<number> | null; allowMask?: ArrayLike<number> | null };
+type SampleOpts = {
+  temperature: number;
+  topK: number;
+  topP: number;
+  bias?: ArrayLike<number> | null;
+  allowMask?: ArrayLike<number> | null;
+};
 
 /** Row r's scaled logits s (V) with the f32 roundings of the kernel, its allowed ids (ascending), m and w. */
 function rowSetup(logits: ArrayLike<number>, r: number, V: number, opts: SampleOpts) {

@@ -24,8 +24,12 @@ describe('saxpy matches its float64 reference', () => {
   test.each([1, 3, 63, 64, 65, 1000, 4099])('n=%i', (n) => runSaxpy(n, -1.25));
 
   test('2-D folded dispatch (per-dimension limit forced to 7 workgroups)', async () => {
-    const folded = { ...saxpy, name: 'saxpy_folded', dispatch: (p: SaxpyProblem) => linearWorkgroups(p.n, 64, { maxComputeWorkgroupsPerDimension: 7 } as GPUSupportedLimits) };
-    expect(folded.dispatch({ n: 3000, a: 1 })).toEqual([7, 7, 1]) // 47 groups folded into 7x7; the shader skips the 2 extra;
+    const folded = {
+      ...saxpy,
+      name: 'saxpy_folded',
+      dispatch: (p: SaxpyProblem) => linearWorkgroups(p.n, 64, { maxComputeWorkgroupsPerDimension: 7 } as GPUSupportedLimits),
+    };
+    expect(folded.dispatch({ n: 3000, a: 1 })).toEqual([7, 7, 1]); // 47 groups folded into 7x7; the shader skips the 2 extra;
     await runSaxpy(3000, 0.5, folded);
   });
 });

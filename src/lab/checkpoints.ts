@@ -75,9 +75,7 @@ export function validateImport(bytes: Uint8Array): void {
     throw new CheckpointError(`checkpoint tokenizer is invalid: ${(e as Error).message}`);
   }
   if (tokenizer.vocabSize !== model.config.vocabSize) {
-    throw new CheckpointError(
-      `checkpoint tokenizer has ${tokenizer.vocabSize} tokens, but config.vocabSize is ${model.config.vocabSize}`,
-    );
+    throw new CheckpointError(`checkpoint tokenizer has ${tokenizer.vocabSize} tokens, but config.vocabSize is ${model.config.vocabSize}`);
   }
 }
 

@@ -9,22 +9,49 @@ import { groupStats, rescore, type RewardWeights } from './whatif';
 
 /** A component as computeReward records it: contribution = sign * weight * raw (0 for a null raw). */
 const comp = (name: string, sign: 1 | -1, weight: number, raw: number | null): RewardComponent => ({
-  name, raw, weight, sign, contribution: raw === null ? 0 : sign * weight * raw, detail: '',
+  name,
+  raw,
+  weight,
+  sign,
+  contribution: raw === null ? 0 : sign * weight * raw,
+  detail: '',
 });
 
 /** test_pass (+1, weight 1), all_pass (+1, 0.5), lint (-1, 0.02). */
 const parts = (testPass: number, allPass: number, lint: number | null): RewardComponent[] => [
-  comp('test_pass', 1, 1, testPass), comp('all_pass', 1, 0.5, allPass), comp('lint', -1, 0.02, lint),
+  comp('test_pass', 1, 1, testPass),
+  comp('all_pass', 1, 0.5, allPass),
+  comp('lint', -1, 0.02, lint),
 ];
 
 const PROMPT = '// add two numbers\nfunction add(a, b) {\n';
 
 function rec(group: number, components: RewardComponent[], o: Partial<RolloutRecord> = {}): RolloutRecord {
   return {
-    iteration: 1, task_id: `t/${group}`, group, turn: 1, prompt: PROMPT, completion: '  return a + b;\n}\n',
-    tokens: [], ids: [], logprobs: [], entropies: [], ref_logprobs: [], values: [], advantages: [], returns: [], raw_advantages: [],
-    score: 0, reward: { total: components.reduce((a, c) => a + c.contribution, 0), components },
-    passed: false, verdict: 'failed', tests_passed: 0, tests_total: 2, tests: [], finish: 'stop', ...o,
+    iteration: 1,
+    task_id: `t/${group}`,
+    group,
+    turn: 1,
+    prompt: PROMPT,
+    completion: '  return a + b;\n}\n',
+    tokens: [],
+    ids: [],
+    logprobs: [],
+    entropies: [],
+    ref_logprobs: [],
+    values: [],
+    advantages: [],
+    returns: [],
+    raw_advantages: [],
+    score: 0,
+    reward: { total: components.reduce((a, c) => a + c.contribution, 0), components },
+    passed: false,
+    verdict: 'failed',
+    tests_passed: 0,
+    tests_total: 2,
+    tests: [],
+    finish: 'stop',
+    ...o,
   };
 }
 
@@ -58,10 +85,18 @@ describe('matchPrompt', () => {
   it('finds the same task in another iteration, the same prompt text first, then its repair turns', () => {
     const target = iteration(1)[0]!;
     expect(matchPrompt(iteration(2), target)).toEqual([
-      { index: 0, samePrompt: true }, { index: 2, samePrompt: true }, { index: 3, samePrompt: true }, { index: 5, samePrompt: false },
+      { index: 0, samePrompt: true },
+      { index: 2, samePrompt: true },
+      { index: 3, samePrompt: true },
+      { index: 5, samePrompt: false },
     ]);
     const repair = iteration(1)[5]!;
-    expect(matchPrompt(iteration(2), repair).map((m) => [m.index, m.samePrompt])).toEqual([[5, true], [0, false], [2, false], [3, false]]);
+    expect(matchPrompt(iteration(2), repair).map((m) => [m.index, m.samePrompt])).toEqual([
+      [5, true],
+      [0, false],
+      [2, false],
+      [3, false],
+    ]);
   });
 
   it('matches by task id, not by prompt text alone', () => {
@@ -144,8 +179,12 @@ describe('promptLanguage', () => {
 describe('the rollout slice: compare', () => {
   /** The rollout slice alone, with iteration 2 of run "r" open. */
   function store() {
-    const s = create<RolloutSlice>()((...a) => createRolloutSlice(...(a as unknown as Parameters<typeof createRolloutSlice>)) as RolloutSlice & Partial<LabState>);
-    s.setState((st) => ({ rollouts: { ...st.rollouts, status: 'ready', run: 'r', iterations: [1, 2], iteration: 2, records: iteration(2) } }));
+    const s = create<RolloutSlice>()(
+      (...a) => createRolloutSlice(...(a as unknown as Parameters<typeof createRolloutSlice>)) as RolloutSlice & Partial<LabState>,
+    );
+    s.setState((st) => ({
+      rollouts: { ...st.rollouts, status: 'ready', run: 'r', iterations: [1, 2], iteration: 2, records: iteration(2) },
+    }));
     return s;
   }
 

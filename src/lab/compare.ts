@@ -112,7 +112,11 @@ export interface BreakdownDiff {
 }
 
 /** Both sides' reward breakdowns under `weights` (null: as recorded), component by component, and B - A. */
-export function breakdownDiff(a: Pick<RolloutRecord, 'reward'>, b: Pick<RolloutRecord, 'reward'>, weights: RewardWeights | null): BreakdownDiff {
+export function breakdownDiff(
+  a: Pick<RolloutRecord, 'reward'>,
+  b: Pick<RolloutRecord, 'reward'>,
+  weights: RewardWeights | null,
+): BreakdownDiff {
   const ra = rescore(a, weights);
   const rb = rescore(b, weights);
   const names = [...new Set([...ra.components, ...rb.components].map((c) => c.name))];

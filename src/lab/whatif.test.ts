@@ -1,24 +1,62 @@
 import { describe, expect, it } from 'vitest';
 import type { RewardComponent } from '../reward/reward';
 import type { RolloutRecord } from '../rl/ppo-loop';
-import { arrange, finalAdvantage, firstCommentLine, groupStats, matchesFilter, meanAdvantage, NO_FILTER, recordedWeights, rescore, sortValue } from './whatif';
+import {
+  arrange,
+  finalAdvantage,
+  firstCommentLine,
+  groupStats,
+  matchesFilter,
+  meanAdvantage,
+  NO_FILTER,
+  recordedWeights,
+  rescore,
+  sortValue,
+} from './whatif';
 
 /** A component as computeReward records it: contribution = sign * weight * raw (0 for a null raw). */
 const comp = (name: string, sign: 1 | -1, weight: number, raw: number | null): RewardComponent => ({
-  name, raw, weight, sign, contribution: raw === null ? 0 : sign * weight * raw, detail: '',
+  name,
+  raw,
+  weight,
+  sign,
+  contribution: raw === null ? 0 : sign * weight * raw,
+  detail: '',
 });
 
 /** The usual three: test_pass (+1, weight 1), all_pass (+1, 0.5), lint (-1, 0.02). */
 const parts = (testPass: number, allPass: number, lint: number | null): RewardComponent[] => [
-  comp('test_pass', 1, 1, testPass), comp('all_pass', 1, 0.5, allPass), comp('lint', -1, 0.02, lint),
+  comp('test_pass', 1, 1, testPass),
+  comp('all_pass', 1, 0.5, allPass),
+  comp('lint', -1, 0.02, lint),
 ];
 
 function rec(group: number, components: RewardComponent[], o: Partial<RolloutRecord> = {}): RolloutRecord {
   return {
-    iteration: 1, task_id: `t/${group}`, group, turn: 1, prompt: '// add two numbers\nfunction add(a, b) {\n', completion: '  return a + b;\n}\n',
-    tokens: [], ids: [], logprobs: [], entropies: [], ref_logprobs: [], values: [], advantages: [], returns: [], raw_advantages: [],
-    score: 0, reward: { total: components.reduce((a, c) => a + c.contribution, 0), components },
-    passed: false, verdict: 'failed', tests_passed: 0, tests_total: 2, tests: [], finish: 'stop', ...o,
+    iteration: 1,
+    task_id: `t/${group}`,
+    group,
+    turn: 1,
+    prompt: '// add two numbers\nfunction add(a, b) {\n',
+    completion: '  return a + b;\n}\n',
+    tokens: [],
+    ids: [],
+    logprobs: [],
+    entropies: [],
+    ref_logprobs: [],
+    values: [],
+    advantages: [],
+    returns: [],
+    raw_advantages: [],
+    score: 0,
+    reward: { total: components.reduce((a, c) => a + c.contribution, 0), components },
+    passed: false,
+    verdict: 'failed',
+    tests_passed: 0,
+    tests_total: 2,
+    tests: [],
+    finish: 'stop',
+    ...o,
   };
 }
 
@@ -34,7 +72,11 @@ describe('rescore', () => {
   it('applies what-if weights; unnamed components keep their recorded weight', () => {
     const s = rescore(r, { lint: 0.3, all_pass: 0 }); // 1 + 0 - 0.3*5 = -0.5
     expect(s.total).toBeCloseTo(-0.5, 12);
-    expect(s.components.map((c) => [c.name, c.weight])).toEqual([['test_pass', 1], ['all_pass', 0], ['lint', 0.3]]);
+    expect(s.components.map((c) => [c.name, c.weight])).toEqual([
+      ['test_pass', 1],
+      ['all_pass', 0],
+      ['lint', 0.3],
+    ]);
     expect(s.components[2]!.contribution).toBeCloseTo(-1.5, 12);
     expect(r.reward.components[2]!.weight).toBe(0.02); // the record is not mutated
   });
@@ -137,15 +179,35 @@ describe('sorting and filtering', () => {
   });
 
   it('sorts rows within groups and groups by their first row, NaN last', () => {
-    const view = (sort: Parameters<typeof sortValue>[3], descending: boolean) => arrange(records, s, { sort, descending, filter: NO_FILTER }).map((g) => [g.group.key, g.rows]);
-    expect(view('total', true)).toEqual([['1:2', [3]], ['0:1', [0, 1]], ['1:1', [2]]]);
-    expect(view('total', false)).toEqual([['1:1', [2]], ['0:1', [1, 0]], ['1:2', [3]]]);
-    expect(view('mean_advantage', false)).toEqual([['0:1', [1, 0]], ['1:2', [3]], ['1:1', [2]]]);
-    expect(view('mean_advantage', true)).toEqual([['1:2', [3]], ['0:1', [0, 1]], ['1:1', [2]]]);
+    const view = (sort: Parameters<typeof sortValue>[3], descending: boolean) =>
+      arrange(records, s, { sort, descending, filter: NO_FILTER }).map((g) => [g.group.key, g.rows]);
+    expect(view('total', true)).toEqual([
+      ['1:2', [3]],
+      ['0:1', [0, 1]],
+      ['1:1', [2]],
+    ]);
+    expect(view('total', false)).toEqual([
+      ['1:1', [2]],
+      ['0:1', [1, 0]],
+      ['1:2', [3]],
+    ]);
+    expect(view('mean_advantage', false)).toEqual([
+      ['0:1', [1, 0]],
+      ['1:2', [3]],
+      ['1:1', [2]],
+    ]);
+    expect(view('mean_advantage', true)).toEqual([
+      ['1:2', [3]],
+      ['0:1', [0, 1]],
+      ['1:1', [2]],
+    ]);
   });
 
   it('filters: every checked condition must hold; empty groups are dropped', () => {
-    const keys = (f: Partial<typeof NO_FILTER>) => arrange(records, s, { sort: 'total', descending: true, filter: { ...NO_FILTER, ...f } }).map((g) => g.rows).flat();
+    const keys = (f: Partial<typeof NO_FILTER>) =>
+      arrange(records, s, { sort: 'total', descending: true, filter: { ...NO_FILTER, ...f } })
+        .map((g) => g.rows)
+        .flat();
     expect(keys({ failed: true })).toEqual([1, 2]);
     expect(keys({ astInvalid: true })).toEqual([1]); // undefined ast_valid does not count as invalid
     expect(keys({ repaired: true })).toEqual([3]);
@@ -156,8 +218,10 @@ describe('sorting and filtering', () => {
   it('lists the components present with their recorded weights', () => {
     const extra = [...records, rec(2, [...parts(0, 0, 0), comp('reward_model', 1, 0.25, 0.3)])];
     expect(recordedWeights(extra)).toEqual([
-      { name: 'test_pass', weight: 1, sign: 1 }, { name: 'all_pass', weight: 0.5, sign: 1 },
-      { name: 'lint', weight: 0.02, sign: -1 }, { name: 'reward_model', weight: 0.25, sign: 1 },
+      { name: 'test_pass', weight: 1, sign: 1 },
+      { name: 'all_pass', weight: 0.5, sign: 1 },
+      { name: 'lint', weight: 0.02, sign: -1 },
+      { name: 'reward_model', weight: 0.25, sign: 1 },
     ]);
   });
 });

@@ -112,7 +112,17 @@ export function groupStats(records: readonly RolloutRecord[], weights: RewardWei
       const std = Math.sqrt(xs.reduce((a, x) => a + (x - mean) ** 2, 0) / xs.length);
       const ranked = [...idx].sort((a, b) => totals[b]! - totals[a]! || a - b);
       const passed = idx.filter((i) => records[i]!.passed).length;
-      return { key: groupKey(first), group: first.group, turn: first.turn, task_id: first.task_id, prompt: first.prompt, ranked, passed, mean, std };
+      return {
+        key: groupKey(first),
+        group: first.group,
+        turn: first.turn,
+        task_id: first.task_id,
+        prompt: first.prompt,
+        ranked,
+        passed,
+        mean,
+        std,
+      };
     })
     .sort((a, b) => a.group - b.group || a.turn - b.turn);
   const ranks = new Array<number>(records.length).fill(0);
@@ -162,10 +172,14 @@ export type SortKey = 'total' | 'mean_advantage' | 'final_advantage' | 'tests_pa
 export function sortValue(records: readonly RolloutRecord[], stats: GroupStats, i: number, key: SortKey): number {
   const r = records[i]!;
   switch (key) {
-    case 'total': return stats.totals[i]!;
-    case 'mean_advantage': return meanAdvantage(r);
-    case 'final_advantage': return finalAdvantage(r);
-    case 'tests_passed': return r.tests_passed;
+    case 'total':
+      return stats.totals[i]!;
+    case 'mean_advantage':
+      return meanAdvantage(r);
+    case 'final_advantage':
+      return finalAdvantage(r);
+    case 'tests_passed':
+      return r.tests_passed;
     default: {
       const name = key.slice('component:'.length);
       return stats.scores[i]!.components.find((c) => c.name === name)?.contribution ?? NaN;
@@ -215,7 +229,13 @@ function compareValues(x: number, y: number, descending: boolean): number {
 export function arrange(records: readonly RolloutRecord[], stats: GroupStats, view: ViewOptions): ArrangedGroup[] {
   const value = (i: number): number => sortValue(records, stats, i, view.sort);
   const arranged = stats.groups
-    .map((group, gi) => ({ gi, group, rows: group.ranked.filter((i) => matchesFilter(records[i]!, view.filter)).sort((a, b) => compareValues(value(a), value(b), view.descending) || a - b) }))
+    .map((group, gi) => ({
+      gi,
+      group,
+      rows: group.ranked
+        .filter((i) => matchesFilter(records[i]!, view.filter))
+        .sort((a, b) => compareValues(value(a), value(b), view.descending) || a - b),
+    }))
     .filter((g) => g.rows.length > 0);
   arranged.sort((a, b) => compareValues(value(a.rows[0]!), value(b.rows[0]!), view.descending) || a.gi - b.gi);
   return arranged.map(({ group, rows }) => ({ group, rows }));
@@ -235,5 +255,10 @@ export function firstCommentLine(prompt: string): string {
 
 /** The first non-empty line, trimmed at the end ('' when there is none). */
 export function firstLine(text: string): string {
-  return text.split('\n').find((l) => l.trim() !== '')?.trimEnd() ?? '';
+  return (
+    text
+      .split('\n')
+      .find((l) => l.trim() !== '')
+      ?.trimEnd() ?? ''
+  );
 }

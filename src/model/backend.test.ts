@@ -63,7 +63,13 @@ describe('model checkpoints', () => {
     const gpu = await backend('webgpu');
     const batch = corpusBatch();
     for (let s = 0; s < 3; s++) await gpu.trainStep([batch], false);
-    const bytes = saveModel({ config: cfg, tokenizer: tokenizer.toJSON(), params: await gpu.getParams(), optimizer: await gpu.getOptimizerState(), meta: { note: 'test' } });
+    const bytes = saveModel({
+      config: cfg,
+      tokenizer: tokenizer.toJSON(),
+      params: await gpu.getParams(),
+      optimizer: await gpu.getOptimizerState(),
+      meta: { note: 'test' },
+    });
     const snap = loadModel(bytes, cfg);
     expect(snap.optimizer?.step).toBe(3);
     expect(Tokenizer.fromJSON(snap.tokenizer).encode(corpus[0]!)).toEqual(tokenizer.encode(corpus[0]!));
@@ -71,7 +77,8 @@ describe('model checkpoints', () => {
     const input = { tokens: batch.tokens.subarray(0, T), B: 1, T };
     const [a, b] = [await gpu.forward(input), await cpu.forward(input)];
     let maxRel = 0;
-    for (let i = 0; i < a.logits.length; i++) maxRel = Math.max(maxRel, Math.abs(a.logits[i]! - b.logits[i]!) / Math.max(1, Math.abs(b.logits[i]!)));
+    for (let i = 0; i < a.logits.length; i++)
+      maxRel = Math.max(maxRel, Math.abs(a.logits[i]! - b.logits[i]!) / Math.max(1, Math.abs(b.logits[i]!)));
     expect(maxRel).toBeLessThan(1e-4);
     // the next step continues from the saved moments on both backends
     const [ga, cb] = [await gpu.trainStep([batch], true), await cpu.trainStep([batch], true)];

@@ -113,7 +113,10 @@ class WebGpuBackend implements PolicyBackend {
   private readonly model: GpuModel;
   private readonly trainer: GpuTrainer;
 
-  constructor(private readonly rt: GpuRuntime, init: BackendInit) {
+  constructor(
+    private readonly rt: GpuRuntime,
+    init: BackendInit,
+  ) {
     this.config = init.config;
     this.model = new GpuModel(rt, init.config, init.params);
     this.trainer = new GpuTrainer(this.model, init.optim);

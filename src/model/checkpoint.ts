@@ -65,10 +65,13 @@ export function loadModel(bytes: Uint8Array, expect?: ModelConfig): ModelSnapsho
   for (const e of table.entries) params.set(d.tensors[param(e.name)]!.data as Float32Array, e.offset);
   const meta = (d.meta ?? {}) as Record<string, unknown>;
   const step = typeof meta.optimizerStep === 'number' ? meta.optimizerStep : 0;
-  const optimizer = hasOptim ? { m: Float32Array.from(d.tensors['optim/m']!.data), v: Float32Array.from(d.tensors['optim/v']!.data), step } : null;
+  const optimizer = hasOptim
+    ? { m: Float32Array.from(d.tensors['optim/m']!.data), v: Float32Array.from(d.tensors['optim/v']!.data), step }
+    : null;
   return { config, tokenizer: d.tokenizer, params, optimizer, meta };
 }
 
 function checkSlab(table: ParamTable, slab: Float32Array, what: string): void {
-  if (slab.length !== table.total) throw new Error(`saveModel: ${what} has ${slab.length} floats, the parameter table needs ${table.total}`);
+  if (slab.length !== table.total)
+    throw new Error(`saveModel: ${what} has ${slab.length} floats, the parameter table needs ${table.total}`);
 }

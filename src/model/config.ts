@@ -45,7 +45,8 @@ export function validateModelConfig(input: unknown, where = 'model config'): Mod
   for (const [key, f] of Object.entries(FIELDS) as [keyof ModelConfig, (typeof FIELDS)[keyof ModelConfig]][]) {
     const v = obj[key];
     if (v === undefined) throw new ConfigError(`${where}.${key}: missing (${f.doc}, an integer in ${f.min}..${f.max})`);
-    if (typeof v !== 'number' || !Number.isInteger(v)) throw new ConfigError(`${where}.${key}: must be an integer, got ${JSON.stringify(v)}`);
+    if (typeof v !== 'number' || !Number.isInteger(v))
+      throw new ConfigError(`${where}.${key}: must be an integer, got ${JSON.stringify(v)}`);
     if (v < f.min || v > f.max) throw new ConfigError(`${where}.${key}: must be in ${f.min}..${f.max}, got ${v}`);
     out[key] = v;
   }

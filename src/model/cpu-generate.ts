@@ -30,7 +30,11 @@ export function cpuGenerate(model: CpuModel, prompts: ArrayLike<number>[], opts:
     const c = opts.constrain?.(s, collector.tokens) ?? null;
     const u = randUniformRef(opts.seed, s, B);
     const picked = sampleRef(last, B, V, u, {
-      temperature: opts.temperature, topK: opts.topK ?? 0, topP: opts.topP ?? 1, bias: c?.bias ?? null, allowMask: c?.allowMask ?? null,
+      temperature: opts.temperature,
+      topK: opts.topK ?? 0,
+      topP: opts.topP ?? 1,
+      bias: c?.bias ?? null,
+      allowMask: c?.allowMask ?? null,
     });
     collector.push(picked.tokens, picked.logp, lastValues);
     steps++;

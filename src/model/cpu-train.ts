@@ -5,7 +5,14 @@
 import { adamwRef, gradNormRef } from '../kernels/adamw';
 import { crossEntropyRef } from '../kernels/crossentropy';
 import { logprobEntropyBackwardRef, logprobEntropyRef } from '../kernels/logprob';
-import { emptyRlSums, RL_ROLLOUT_FIELDS, rlTokenGradsRef, validateRlLossConfig, type RlLossConfig, type RlLossSums } from '../kernels/ppo_loss_ref';
+import {
+  emptyRlSums,
+  RL_ROLLOUT_FIELDS,
+  rlTokenGradsRef,
+  validateRlLossConfig,
+  type RlLossConfig,
+  type RlLossSums,
+} from '../kernels/ppo_loss_ref';
 import type { CpuModel } from './cpu';
 import { lossTokens, NumericsError, type OptimConfig, type RlBatch, type TokenBatch } from './optim';
 
@@ -30,7 +37,10 @@ export class CpuTrainer {
   /** optimizer steps taken */
   step = 0;
 
-  constructor(readonly model: CpuModel, public opt: OptimConfig) {
+  constructor(
+    readonly model: CpuModel,
+    public opt: OptimConfig,
+  ) {
     this.m = new Float64Array(model.table.total);
     this.v = new Float64Array(model.table.total);
   }

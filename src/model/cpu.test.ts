@@ -62,7 +62,9 @@ describe('CpuModel', () => {
         s.model.params[i] = orig;
         const fd = (up - down) / (2 * h);
         const g = s.model.grads[i]!;
-        expect(Math.abs(g - fd), `${e.name}[${i - e.offset}] analytic ${g} vs numeric ${fd}`).toBeLessThanOrEqual(1e-6 + 1e-5 * Math.abs(fd));
+        expect(Math.abs(g - fd), `${e.name}[${i - e.offset}] analytic ${g} vs numeric ${fd}`).toBeLessThanOrEqual(
+          1e-6 + 1e-5 * Math.abs(fd),
+        );
         checked++;
       }
     }

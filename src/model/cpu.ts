@@ -61,9 +61,19 @@ export class CpuModel {
   params: Float64Array;
   /** gradients, same layout; backward() accumulates into them */
   grads: Float64Array;
-  private acts: { input: Required<Omit<ForwardInput, 'start'>> & { start: ArrayLike<number> | null }; layers: LayerActs[]; final: Float64Array; lnf: Float64Array; lnfMean: Float64Array; lnfRstd: Float64Array } | null = null;
+  private acts: {
+    input: Required<Omit<ForwardInput, 'start'>> & { start: ArrayLike<number> | null };
+    layers: LayerActs[];
+    final: Float64Array;
+    lnf: Float64Array;
+    lnfMean: Float64Array;
+    lnfRstd: Float64Array;
+  } | null = null;
 
-  constructor(readonly config: ModelConfig, params: ArrayLike<number>) {
+  constructor(
+    readonly config: ModelConfig,
+    params: ArrayLike<number>,
+  ) {
     this.table = paramTable(config);
     if (params.length !== this.table.total) {
       throw new Error(`CpuModel: parameter slab has ${params.length} floats, the table needs ${this.table.total}`);
@@ -100,11 +110,18 @@ export class CpuModel {
       const w = (n: string) => this.p(layerParam(l, n));
       const a: LayerActs = {
         residual,
-        ln1: new Float64Array(BT * C), ln1Mean: new Float64Array(BT), ln1Rstd: new Float64Array(BT),
-        qkv: new Float64Array(BT * 3 * C), atty: new Float64Array(BT * C), att: new Float64Array(kv ? 0 : B * NH * T * T),
+        ln1: new Float64Array(BT * C),
+        ln1Mean: new Float64Array(BT),
+        ln1Rstd: new Float64Array(BT),
+        qkv: new Float64Array(BT * 3 * C),
+        atty: new Float64Array(BT * C),
+        att: new Float64Array(kv ? 0 : B * NH * T * T),
         residual2: new Float64Array(BT * C),
-        ln2: new Float64Array(BT * C), ln2Mean: new Float64Array(BT), ln2Rstd: new Float64Array(BT),
-        fch: new Float64Array(BT * 4 * C), fchGelu: new Float64Array(BT * 4 * C),
+        ln2: new Float64Array(BT * C),
+        ln2Mean: new Float64Array(BT),
+        ln2Rstd: new Float64Array(BT),
+        fch: new Float64Array(BT * 4 * C),
+        fchGelu: new Float64Array(BT * 4 * C),
       };
       const attproj = new Float64Array(BT * C);
       const fcproj = new Float64Array(BT * C);
@@ -197,12 +214,14 @@ export function defaultPositions(B: number, T: number): Uint32Array<ArrayBuffer>
 /** Token ids < V, positions < maxT, shapes consistent: checked before any math. */
 export function checkInput(input: ForwardInput, V: number, maxT: number): void {
   const { B, T, tokens, positions } = input;
-  if (!Number.isInteger(B) || B < 1 || !Number.isInteger(T) || T < 1) throw new Error(`forward: B and T must be positive integers, got B=${B} T=${T}`);
+  if (!Number.isInteger(B) || B < 1 || !Number.isInteger(T) || T < 1)
+    throw new Error(`forward: B and T must be positive integers, got B=${B} T=${T}`);
   if (T > maxT) throw new Error(`forward: T=${T} exceeds contextLength ${maxT}`);
   if (tokens.length !== B * T) throw new Error(`forward: tokens has ${tokens.length} ids, expected B*T = ${B * T}`);
   for (let i = 0; i < tokens.length; i++) {
     const t = tokens[i]!;
-    if (!(t >= 0 && t < V && Number.isInteger(t))) throw new Error(`forward: token ${t} at index ${i} is outside the vocabulary 0..${V - 1}`);
+    if (!(t >= 0 && t < V && Number.isInteger(t)))
+      throw new Error(`forward: token ${t} at index ${i} is outside the vocabulary 0..${V - 1}`);
   }
   if (positions) {
     if (positions.length !== B * T) throw new Error(`forward: positions has ${positions.length} entries, expected ${B * T}`);

@@ -44,7 +44,11 @@ export interface GenerateResult {
 }
 
 /** Checks the prompts and options; returns B, the padded prompt length P and N new tokens. */
-export function validateGenerate(prompts: ArrayLike<number>[], opts: GenerateOptions, contextLength: number): { B: number; P: number; N: number } {
+export function validateGenerate(
+  prompts: ArrayLike<number>[],
+  opts: GenerateOptions,
+  contextLength: number,
+): { B: number; P: number; N: number } {
   const B = prompts.length;
   if (B < 1) throw new Error('generate: no prompts');
   if (prompts.some((p) => p.length < 1)) throw new Error('generate: every prompt needs at least one token');
@@ -57,7 +61,10 @@ export function validateGenerate(prompts: ArrayLike<number>[], opts: GenerateOpt
 }
 
 /** Left padding: row b's prompt occupies [start[b], P) and its positions count from there. */
-export function padPrompts(prompts: ArrayLike<number>[], P: number): { start: Uint32Array<ArrayBuffer>; tokens: Uint32Array<ArrayBuffer>; positions: Uint32Array<ArrayBuffer> } {
+export function padPrompts(
+  prompts: ArrayLike<number>[],
+  P: number,
+): { start: Uint32Array<ArrayBuffer>; tokens: Uint32Array<ArrayBuffer>; positions: Uint32Array<ArrayBuffer> } {
   const B = prompts.length;
   const start = Uint32Array.from(prompts, (p) => P - p.length);
   const tokens = new Uint32Array(B * P);
@@ -79,7 +86,11 @@ export class Collector {
   readonly values: number[][];
   private readonly finish: (FinishReason | null)[];
 
-  constructor(private readonly B: number, private readonly N: number, private readonly opts: GenerateOptions) {
+  constructor(
+    private readonly B: number,
+    private readonly N: number,
+    private readonly opts: GenerateOptions,
+  ) {
     this.tokens = Array.from({ length: B }, () => []);
     this.logprobs = Array.from({ length: B }, () => []);
     this.values = Array.from({ length: B }, () => []);
@@ -116,7 +127,13 @@ export class Collector {
       logprobs: this.logprobs,
       values: this.values,
       finish: this.finish.map((f) => f ?? 'length'),
-      stats: { steps: t.steps, submits: t.submits, prefillMs: t.prefillMs, decodeMs: t.totalMs - t.prefillMs, tokensPerSecond: produced / (t.totalMs / 1000) },
+      stats: {
+        steps: t.steps,
+        submits: t.submits,
+        prefillMs: t.prefillMs,
+        decodeMs: t.totalMs - t.prefillMs,
+        tokensPerSecond: produced / (t.totalMs / 1000),
+      },
     };
   }
 }

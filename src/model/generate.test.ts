@@ -10,7 +10,11 @@ import { initParams } from './init';
 import { paramTable } from './params';
 
 const cfg: ModelConfig = { nLayer: 2, dModel: 32, nHead: 2, contextLength: 24, vocabSize: 37 };
-const prompts = [[1, 2, 3, 4, 5, 6], [7, 8], [9, 10, 11, 12]];
+const prompts = [
+  [1, 2, 3, 4, 5, 6],
+  [7, 8],
+  [9, 10, 11, 12],
+];
 
 function params(seed: number): Float32Array {
   return initParams(paramTable(cfg), seed).map((x) => x * 8); // peaked distributions: no near-ties
@@ -93,14 +97,22 @@ describe('generate (KV cache, left padding, GPU sampling)', () => {
     for (let b = 0; b < 2; b++) only5[b * W] = 1 << 5;
     const seen: number[][][] = [];
     const r3 = await generate(model, prompts.slice(0, 2), {
-      maxNewTokens: 4, temperature: 1, seed: 3,
+      maxNewTokens: 4,
+      temperature: 1,
+      seed: 3,
       constrain: (_s, generated) => {
         seen.push(generated.map((g) => [...g]));
         return { allowMask: only5 };
       },
     });
-    expect(r3.tokens).toEqual([[5, 5, 5, 5], [5, 5, 5, 5]]);
-    expect(seen[2]).toEqual([[5, 5], [5, 5]]);
+    expect(r3.tokens).toEqual([
+      [5, 5, 5, 5],
+      [5, 5, 5, 5],
+    ]);
+    expect(seen[2]).toEqual([
+      [5, 5],
+      [5, 5],
+    ]);
     model.dispose();
   });
 

@@ -78,15 +78,26 @@ export async function generate(model: GpuModel, prompts: ArrayLike<number>[], op
           useBias = true;
         }
         if (c?.allowMask) {
-          if (c.allowMask.length !== B * Math.ceil(V / 32)) throw new Error(`generate: constrain() allowMask has ${c.allowMask.length} words, expected ${B * Math.ceil(V / 32)}`);
+          if (c.allowMask.length !== B * Math.ceil(V / 32))
+            throw new Error(`generate: constrain() allowMask has ${c.allowMask.length} words, expected ${B * Math.ceil(V / 32)}`);
           q.writeBuffer(out.mask, 0, c.allowMask);
           useMask = true;
         }
       }
       rec.dispatch(rand, { out: out.u }, { n: B, seed: opts.seed, stream: s });
-      rec.dispatch(sampler, { logits: out.lastLogits, u: out.u, bias: out.bias, allowMask: out.mask, tokens: out.sampled, logp: out.stepLogp }, {
-        B, V, temperature: opts.temperature, topK: opts.topK ?? 0, topP: opts.topP ?? 1, useBias, useMask,
-      });
+      rec.dispatch(
+        sampler,
+        { logits: out.lastLogits, u: out.u, bias: out.bias, allowMask: out.mask, tokens: out.sampled, logp: out.stepLogp },
+        {
+          B,
+          V,
+          temperature: opts.temperature,
+          topK: opts.topK ?? 0,
+          topP: opts.topP ?? 1,
+          useBias,
+          useMask,
+        },
+      );
       rec.copy(out.sampled, 0, out.tokens, s * B * 4, B * 4);
       rec.copy(out.stepLogp, 0, out.logp, s * B * 4, B * 4);
       rec.copy(out.lastValues, 0, out.values, s * B * 4, B * 4);
@@ -106,7 +117,8 @@ export async function generate(model: GpuModel, prompts: ArrayLike<number>[], op
         await rec.submit();
         if (pendingFrom === 0) prefillMs = performance.now() - t0;
         const [tkv, lpv, vlv] = [new Uint32Array(await tk), new Float32Array(await lp), new Float32Array(await vl)];
-        for (let r = 0; r < s + 1 - pendingFrom; r++) collector.push(tkv.subarray(r * B, (r + 1) * B), lpv.subarray(r * B, (r + 1) * B), vlv.subarray(r * B, (r + 1) * B));
+        for (let r = 0; r < s + 1 - pendingFrom; r++)
+          collector.push(tkv.subarray(r * B, (r + 1) * B), lpv.subarray(r * B, (r + 1) * B), vlv.subarray(r * B, (r + 1) * B));
         pendingFrom = s + 1;
         if (collector.done) break;
         rec = rt.record(`generate steps ${s + 1}..`);

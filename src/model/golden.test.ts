@@ -37,7 +37,13 @@ function setup() {
   const B = 2;
   const T = 6;
   const ids = (n: number) => Uint32Array.from({ length: n }, () => Math.floor(rng.next() * cfg.vocabSize));
-  const batch: TokenBatch = { B, T, tokens: ids(B * T), targets: ids(B * T), mask: Float32Array.from({ length: B * T }, (_, i) => (i % T === 0 ? 0 : 1)) };
+  const batch: TokenBatch = {
+    B,
+    T,
+    tokens: ids(B * T),
+    targets: ids(B * T),
+    mask: Float32Array.from({ length: B * T }, (_, i) => (i % T === 0 ? 0 : 1)),
+  };
   return { params, batch };
 }
 

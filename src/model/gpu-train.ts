@@ -53,7 +53,10 @@ export class GpuTrainer {
   /** per-dispatch GPU times of the last step recorded with `profile` */
   lastTimings: DispatchTiming[] | null = null;
 
-  constructor(readonly model: GpuModel, public opt: OptimConfig) {
+  constructor(
+    readonly model: GpuModel,
+    public opt: OptimConfig,
+  ) {
     const rt = model.rt;
     const bytes = model.table.total * 4;
     this.m = rt.storage(bytes, 'adam m');
@@ -86,7 +89,11 @@ export class GpuTrainer {
       const { B, T } = b;
       const { acts, positions } = this.stageInputs(rec, b, borrowed);
       await model.recordForward(rec, acts);
-      rec.dispatch(ce, { logits: acts.logits, targets: acts.targets, mask: acts.mask, losses: acts.losses, dlogits: acts.dlogits }, { BT: B * T, V, scale: 1 / tokens, writeGrad: true });
+      rec.dispatch(
+        ce,
+        { logits: acts.logits, targets: acts.targets, mask: acts.mask, losses: acts.losses, dlogits: acts.dlogits },
+        { BT: B * T, V, scale: 1 / tokens, writeGrad: true },
+      );
       await this.recordBackward(rec, acts, b, positions, false, borrowed);
       if (read) {
         const { result, temporaries } = await recordSum(rt, rec, acts.losses, B * T);
@@ -123,7 +130,11 @@ export class GpuTrainer {
     const S = planeStride(BT, rt.limits);
     const rollouts = batches.map((b) => packRollout(b, BT, S)); // (5, S) each; checks the lengths
     const wg = { workgroupSize: [rowWorkgroup(model.config.vocabSize, 8)] as const };
-    const [lpFwd, lpBwd, ppo] = await Promise.all([rt.compile(withConstants(logprobForward, wg)), rt.compile(withConstants(logprobBackward, wg)), rt.compile(ppoLoss)]);
+    const [lpFwd, lpBwd, ppo] = await Promise.all([
+      rt.compile(withConstants(logprobForward, wg)),
+      rt.compile(withConstants(logprobBackward, wg)),
+      rt.compile(ppoLoss),
+    ]);
     this.step++;
     const rec = rt.record(`rl step ${this.step}`, { profile });
     const borrowed: Borrowed = { release: [], destroy: [] };
@@ -184,8 +195,16 @@ export class GpuTrainer {
     const lp = { BT, V: model.config.vocabSize, invTemp: cfg.invTemp };
     const sums = { buffer: this.rlReport, offset: 0, size: PPO_STATS * 4 };
     rec.dispatch(k.lpFwd, { logits: acts.logits, targets: acts.targets, logp, entropy }, lp);
-    rec.dispatch(k.ppo, { logp, entropy, values: acts.values, mask: acts.mask, rollout, dtok, dvalue: acts.dvalues, sums }, { ...cfg, n: BT, stride: S, scale });
-    rec.dispatch(k.lpBwd, { logits: acts.logits, targets: acts.targets, dlogp: plane(dtok, 0, BT, S), dentropy: plane(dtok, 1, BT, S), dlogits: acts.dlogits }, lp);
+    rec.dispatch(
+      k.ppo,
+      { logp, entropy, values: acts.values, mask: acts.mask, rollout, dtok, dvalue: acts.dvalues, sums },
+      { ...cfg, n: BT, stride: S, scale },
+    );
+    rec.dispatch(
+      k.lpBwd,
+      { logits: acts.logits, targets: acts.targets, dlogp: plane(dtok, 0, BT, S), dentropy: plane(dtok, 1, BT, S), dlogits: acts.dlogits },
+      lp,
+    );
     // without a critic (vfCoef 0) dvalues is all zeros: the value head's backward would add nothing
     await this.recordBackward(rec, acts, b, positions, cfg.vfCoef > 0, borrowed);
   }
@@ -216,7 +235,14 @@ export class GpuTrainer {
   }
 
   /** Backward from acts.dlogits (and acts.dvalues with `withValues`), accumulating into the gradients. */
-  private async recordBackward(rec: Recorder, acts: ActBuffers, b: TokenBatch, positions: Uint32Array, withValues: boolean, borrowed: Borrowed): Promise<void> {
+  private async recordBackward(
+    rec: Recorder,
+    acts: ActBuffers,
+    b: TokenBatch,
+    positions: Uint32Array,
+    withValues: boolean,
+    borrowed: Borrowed,
+  ): Promise<void> {
     const back = await this.model.recordBackward(rec, acts, b.tokens, positions, withValues);
     borrowed.release.push(...back.release);
     borrowed.destroy.push(...back.destroy);
@@ -265,6 +291,7 @@ export class GpuTrainer {
 /** Checks the micro-batches (one shape, B * T values per field: lossTokens) and returns the sum of their masks. */
 function checkBatches(what: string, batches: TokenBatch[]): number {
   const first = batches[0];
-  if (first && batches.some((b) => b.B !== first.B || b.T !== first.T)) throw new Error(`${what}: micro-batches must share one shape (B, T)`);
+  if (first && batches.some((b) => b.B !== first.B || b.T !== first.T))
+    throw new Error(`${what}: micro-batches must share one shape (B, T)`);
   return lossTokens(what, batches, []);
 }

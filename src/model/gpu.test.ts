@@ -64,7 +64,11 @@ describe('GpuModel matches the float64 CpuModel', () => {
     const rec = rt.record('forward-backward');
     rec.clear(gpu.grads);
     await gpu.recordForward(rec, acts);
-    rec.dispatch(await rt.compile(crossEntropy), { logits: acts.logits, targets: acts.targets, mask: acts.mask, losses: acts.losses, dlogits: acts.dlogits }, { BT: B * T, V, scale, writeGrad: true });
+    rec.dispatch(
+      await rt.compile(crossEntropy),
+      { logits: acts.logits, targets: acts.targets, mask: acts.mask, losses: acts.losses, dlogits: acts.dlogits },
+      { BT: B * T, V, scale, writeGrad: true },
+    );
     const { release, destroy } = await gpu.recordBackward(rec, acts, tokens, positions, true);
     const gl = rec.read(acts.losses);
     const gg = rec.read(gpu.grads);

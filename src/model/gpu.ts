@@ -42,7 +42,12 @@ export class GpuModel {
   /** Matmul kernels: shared-memory tiling (default) or one output per thread ('naive'). */
   readonly matmul: MatmulStrategy;
 
-  constructor(readonly rt: GpuRuntime, readonly config: ModelConfig, params: Float32Array, matmul?: MatmulStrategy) {
+  constructor(
+    readonly rt: GpuRuntime,
+    readonly config: ModelConfig,
+    params: Float32Array,
+    matmul?: MatmulStrategy,
+  ) {
     this.matmul = matmul ?? 'tiled';
     this.table = paramTable(config);
     if (params.length !== this.table.total) {
@@ -93,8 +98,12 @@ export class GpuModel {
     const BT = B * T;
     const p = (n: string) => this.slice(this.params, n);
     const [emb, ln, attn, add, write, decode] = await Promise.all([
-      rt.compile(embeddingForward), rt.compile(layernormForward(layernormWorkgroup(C))), rt.compile(attentionForward), rt.compile(residualForward),
-      rt.compile(kvWrite), rt.compile(attentionDecode),
+      rt.compile(embeddingForward),
+      rt.compile(layernormForward(layernormWorkgroup(C))),
+      rt.compile(attentionForward),
+      rt.compile(residualForward),
+      rt.compile(kvWrite),
+      rt.compile(attentionDecode),
     ]);
     const tokens = kv?.tokens ?? a.tokens;
     const positions = kv?.positions ?? a.positions;
@@ -104,7 +113,13 @@ export class GpuModel {
       const x = a.layers[l]!;
       const resid = a.resid[l]!;
       rec.dispatch(ln, { out: x.ln1, mean: x.ln1Mean, rstd: x.ln1Rstd, inp: resid, weight: w('ln1w'), bias: w('ln1b') }, { N: BT, C });
-      await recordMatmulForward(rt, rec, { out: x.qkv, inp: x.ln1, weight: w('qkvw'), bias: w('qkvb') }, { M: BT, K: C, N: 3 * C }, { strategy: this.matmul });
+      await recordMatmulForward(
+        rt,
+        rec,
+        { out: x.qkv, inp: x.ln1, weight: w('qkvw'), bias: w('qkvb') },
+        { M: BT, K: C, N: 3 * C },
+        { strategy: this.matmul },
+      );
       if (kv) {
         const { k, v } = kv.cache.layers[l]!;
         const { Tmax } = kv.cache;
@@ -113,16 +128,44 @@ export class GpuModel {
       } else {
         rec.dispatch(attn, { qkv: x.qkv, start: a.start, out: x.atty, att: x.att }, { B, T, C, NH });
       }
-      await recordMatmulForward(rt, rec, { out: a.proj, inp: x.atty, weight: w('attprojw'), bias: w('attprojb') }, { M: BT, K: C, N: C }, { strategy: this.matmul });
+      await recordMatmulForward(
+        rt,
+        rec,
+        { out: a.proj, inp: x.atty, weight: w('attprojw'), bias: w('attprojb') },
+        { M: BT, K: C, N: C },
+        { strategy: this.matmul },
+      );
       rec.dispatch(add, { out: x.residual2, a: resid, b: a.proj }, { n: BT * C });
-      rec.dispatch(ln, { out: x.ln2, mean: x.ln2Mean, rstd: x.ln2Rstd, inp: x.residual2, weight: w('ln2w'), bias: w('ln2b') }, { N: BT, C });
-      await recordMatmulForward(rt, rec, { out: x.fchGelu, pre: x.fch, inp: x.ln2, weight: w('fcw'), bias: w('fcb') }, { M: BT, K: C, N: 4 * C }, { gelu: true, strategy: this.matmul });
-      await recordMatmulForward(rt, rec, { out: a.proj, inp: x.fchGelu, weight: w('fcprojw'), bias: w('fcprojb') }, { M: BT, K: 4 * C, N: C }, { strategy: this.matmul });
+      rec.dispatch(
+        ln,
+        { out: x.ln2, mean: x.ln2Mean, rstd: x.ln2Rstd, inp: x.residual2, weight: w('ln2w'), bias: w('ln2b') },
+        { N: BT, C },
+      );
+      await recordMatmulForward(
+        rt,
+        rec,
+        { out: x.fchGelu, pre: x.fch, inp: x.ln2, weight: w('fcw'), bias: w('fcb') },
+        { M: BT, K: C, N: 4 * C },
+        { gelu: true, strategy: this.matmul },
+      );
+      await recordMatmulForward(
+        rt,
+        rec,
+        { out: a.proj, inp: x.fchGelu, weight: w('fcprojw'), bias: w('fcprojb') },
+        { M: BT, K: 4 * C, N: C },
+        { strategy: this.matmul },
+      );
       rec.dispatch(add, { out: a.resid[l + 1]!, a: x.residual2, b: a.proj }, { n: BT * C });
     }
     rec.dispatch(ln, { out: a.lnf, mean: a.lnfMean, rstd: a.lnfRstd, inp: a.resid[L]!, weight: p('lnfw'), bias: p('lnfb') }, { N: BT, C });
     await recordMatmulForward(rt, rec, { out: a.logits, inp: a.lnf, weight: p('wte') }, { M: BT, K: C, N: V }, { strategy: this.matmul });
-    await recordMatmulForward(rt, rec, { out: a.values, inp: a.lnf, weight: p('valuew'), bias: p('valueb') }, { M: BT, K: C, N: 1 }, { strategy: this.matmul });
+    await recordMatmulForward(
+      rt,
+      rec,
+      { out: a.values, inp: a.lnf, weight: p('valuew'), bias: p('valueb') },
+      { M: BT, K: C, N: 1 },
+      { strategy: this.matmul },
+    );
   }
 
   /**
@@ -130,7 +173,13 @@ export class GpuModel {
    * gradients accumulate into `grads`. Returns pooled temporaries to release after submit
    * and buffers to destroy.
    */
-  async recordBackward(rec: Recorder, a: ActBuffers, tokens: ArrayLike<number>, positions: ArrayLike<number>, withValues: boolean): Promise<{ release: GPUBuffer[]; destroy: GPUBuffer[] }> {
+  async recordBackward(
+    rec: Recorder,
+    a: ActBuffers,
+    tokens: ArrayLike<number>,
+    positions: ArrayLike<number>,
+    withValues: boolean,
+  ): Promise<{ release: GPUBuffer[]; destroy: GPUBuffer[] }> {
     const { rt } = this;
     const { nLayer: L, dModel: C, nHead: NH, vocabSize: V, contextLength: maxT } = this.config;
     const { B, T } = a;
@@ -141,30 +190,118 @@ export class GpuModel {
     const release: GPUBuffer[] = [];
 
     rec.clear(a.dln).clear(a.dresid);
-    await recordMatmulBackward(rt, rec, { dinp: a.dln, dweight: g('wte'), dout: a.dlogits, inp: a.lnf, weight: p('wte') }, { M: BT, K: C, N: V }, this.matmul);
+    await recordMatmulBackward(
+      rt,
+      rec,
+      { dinp: a.dln, dweight: g('wte'), dout: a.dlogits, inp: a.lnf, weight: p('wte') },
+      { M: BT, K: C, N: V },
+      this.matmul,
+    );
     if (withValues) {
-      await recordMatmulBackward(rt, rec, { dinp: a.dln, dweight: g('valuew'), dbias: g('valueb'), dout: a.dvalues, inp: a.lnf, weight: p('valuew') }, { M: BT, K: C, N: 1 }, this.matmul);
+      await recordMatmulBackward(
+        rt,
+        rec,
+        { dinp: a.dln, dweight: g('valuew'), dbias: g('valueb'), dout: a.dvalues, inp: a.lnf, weight: p('valuew') },
+        { M: BT, K: C, N: 1 },
+        this.matmul,
+      );
     }
-    await recordLayernormBackward(rt, rec, { dinp: a.dresid, dweight: g('lnfw'), dbias: g('lnfb'), dout: a.dln, inp: a.resid[L]!, weight: p('lnfw'), mean: a.lnfMean, rstd: a.lnfRstd }, { N: BT, C });
+    await recordLayernormBackward(
+      rt,
+      rec,
+      {
+        dinp: a.dresid,
+        dweight: g('lnfw'),
+        dbias: g('lnfb'),
+        dout: a.dln,
+        inp: a.resid[L]!,
+        weight: p('lnfw'),
+        mean: a.lnfMean,
+        rstd: a.lnfRstd,
+      },
+      { N: BT, C },
+    );
     for (let l = L - 1; l >= 0; l--) {
       const x = a.layers[l]!;
       const w = (n: string) => p(layerParam(l, n));
       const dw = (n: string) => g(layerParam(l, n));
       // residual3 = residual2 + fcproj: dresid is both d(residual2) and d(fcproj)
       rec.clear(a.dfchGelu).clear(a.dfch).clear(a.dln).clear(a.datty).clear(a.dqkv);
-      await recordMatmulBackward(rt, rec, { dinp: a.dfchGelu, dweight: dw('fcprojw'), dbias: dw('fcprojb'), dout: a.dresid, inp: x.fchGelu, weight: w('fcprojw') }, { M: BT, K: 4 * C, N: C }, this.matmul);
+      await recordMatmulBackward(
+        rt,
+        rec,
+        { dinp: a.dfchGelu, dweight: dw('fcprojw'), dbias: dw('fcprojb'), dout: a.dresid, inp: x.fchGelu, weight: w('fcprojw') },
+        { M: BT, K: 4 * C, N: C },
+        this.matmul,
+      );
       rec.dispatch(gelu, { dinp: a.dfch, inp: x.fch, dout: a.dfchGelu }, { n: BT * 4 * C });
-      await recordMatmulBackward(rt, rec, { dinp: a.dln, dweight: dw('fcw'), dbias: dw('fcb'), dout: a.dfch, inp: x.ln2, weight: w('fcw') }, { M: BT, K: C, N: 4 * C }, this.matmul);
-      await recordLayernormBackward(rt, rec, { dinp: a.dresid, dweight: dw('ln2w'), dbias: dw('ln2b'), dout: a.dln, inp: x.residual2, weight: w('ln2w'), mean: x.ln2Mean, rstd: x.ln2Rstd }, { N: BT, C });
+      await recordMatmulBackward(
+        rt,
+        rec,
+        { dinp: a.dln, dweight: dw('fcw'), dbias: dw('fcb'), dout: a.dfch, inp: x.ln2, weight: w('fcw') },
+        { M: BT, K: C, N: 4 * C },
+        this.matmul,
+      );
+      await recordLayernormBackward(
+        rt,
+        rec,
+        {
+          dinp: a.dresid,
+          dweight: dw('ln2w'),
+          dbias: dw('ln2b'),
+          dout: a.dln,
+          inp: x.residual2,
+          weight: w('ln2w'),
+          mean: x.ln2Mean,
+          rstd: x.ln2Rstd,
+        },
+        { N: BT, C },
+      );
       // residual2 = residual + attproj
-      await recordMatmulBackward(rt, rec, { dinp: a.datty, dweight: dw('attprojw'), dbias: dw('attprojb'), dout: a.dresid, inp: x.atty, weight: w('attprojw') }, { M: BT, K: C, N: C }, this.matmul);
-      const { temporaries } = await recordAttentionBackward(rt, rec, { dqkv: a.dqkv, dout: a.datty, qkv: x.qkv, att: x.att, start: a.start, dpre: a.dpre }, { B, T, C, NH });
+      await recordMatmulBackward(
+        rt,
+        rec,
+        { dinp: a.datty, dweight: dw('attprojw'), dbias: dw('attprojb'), dout: a.dresid, inp: x.atty, weight: w('attprojw') },
+        { M: BT, K: C, N: C },
+        this.matmul,
+      );
+      const { temporaries } = await recordAttentionBackward(
+        rt,
+        rec,
+        { dqkv: a.dqkv, dout: a.datty, qkv: x.qkv, att: x.att, start: a.start, dpre: a.dpre },
+        { B, T, C, NH },
+      );
       release.push(...temporaries);
       rec.clear(a.dln);
-      await recordMatmulBackward(rt, rec, { dinp: a.dln, dweight: dw('qkvw'), dbias: dw('qkvb'), dout: a.dqkv, inp: x.ln1, weight: w('qkvw') }, { M: BT, K: C, N: 3 * C }, this.matmul);
-      await recordLayernormBackward(rt, rec, { dinp: a.dresid, dweight: dw('ln1w'), dbias: dw('ln1b'), dout: a.dln, inp: a.resid[l]!, weight: w('ln1w'), mean: x.ln1Mean, rstd: x.ln1Rstd }, { N: BT, C });
+      await recordMatmulBackward(
+        rt,
+        rec,
+        { dinp: a.dln, dweight: dw('qkvw'), dbias: dw('qkvb'), dout: a.dqkv, inp: x.ln1, weight: w('qkvw') },
+        { M: BT, K: C, N: 3 * C },
+        this.matmul,
+      );
+      await recordLayernormBackward(
+        rt,
+        rec,
+        {
+          dinp: a.dresid,
+          dweight: dw('ln1w'),
+          dbias: dw('ln1b'),
+          dout: a.dln,
+          inp: a.resid[l]!,
+          weight: w('ln1w'),
+          mean: x.ln1Mean,
+          rstd: x.ln1Rstd,
+        },
+        { N: BT, C },
+      );
     }
-    const destroy = await recordEmbeddingBackward(rt, rec, { dwte: g('wte'), dwpe: g('wpe'), dout: a.dresid }, tokens, positions, { BT, C, V, maxT });
+    const destroy = await recordEmbeddingBackward(rt, rec, { dwte: g('wte'), dwpe: g('wpe'), dout: a.dresid }, tokens, positions, {
+      BT,
+      C,
+      V,
+      maxT,
+    });
     return { release, destroy };
   }
 
@@ -184,7 +321,10 @@ export class GpuModel {
     const { nLayer: L, dModel: C, contextLength } = this.config;
     if (Tmax > contextLength) throw new Error(`KV cache: ${Tmax} positions exceed contextLength ${contextLength}`);
     const bytes = B * Tmax * C * 4;
-    const layers = Array.from({ length: L }, (_, l) => ({ k: this.rt.storage(bytes, `h${l}.kcache`), v: this.rt.storage(bytes, `h${l}.vcache`) }));
+    const layers = Array.from({ length: L }, (_, l) => ({
+      k: this.rt.storage(bytes, `h${l}.kcache`),
+      v: this.rt.storage(bytes, `h${l}.vcache`),
+    }));
     return { B, Tmax, layers };
   }
 

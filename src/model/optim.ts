@@ -61,7 +61,11 @@ export interface RlBatch extends TokenBatch, RlRollout {}
  * Checks micro-batches before a step: at least one, each named field holding B * T values,
  * and a loss mask that selects something. Returns the number of loss tokens (the mask's sum).
  */
-export function lossTokens<K extends string>(what: string, batches: readonly (TokenBatch & Record<K, ArrayLike<number>>)[], fields: readonly K[]): number {
+export function lossTokens<K extends string>(
+  what: string,
+  batches: readonly (TokenBatch & Record<K, ArrayLike<number>>)[],
+  fields: readonly K[],
+): number {
   if (batches.length === 0) throw new Error(`${what}: no micro-batch`);
   let tokens = 0;
   batches.forEach((b, i) => {
@@ -79,7 +83,11 @@ export function lossTokens<K extends string>(what: string, batches: readonly (To
 /** Thrown by the numerics guard: names the step and the tensor that went non-finite. */
 export class NumericsError extends Error {
   override readonly name = 'NumericsError';
-  constructor(readonly step: number, readonly tensor: string, readonly value: number) {
+  constructor(
+    readonly step: number,
+    readonly tensor: string,
+    readonly value: number,
+  ) {
     super(`non-finite ${tensor} (${value}) at step ${step}: training stopped; lower the learning rate or resume from the last checkpoint`);
   }
 }

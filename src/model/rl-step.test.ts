@@ -48,7 +48,11 @@ function rlBatch(params: Float32Array, seed: number): RlBatch {
   const { logp, values } = cpuLogp(params, tokens, targets, rl.invTemp);
   const far = () => rng.next() < 0.4;
   return {
-    B, T, tokens, targets, mask,
+    B,
+    T,
+    tokens,
+    targets,
+    mask,
     oldLogp: Float32Array.from(logp, (x) => x + (far() ? offset(rng, 0.3, 0.5) : offset(rng, 0.05, 0.12))),
     oldValues: Float32Array.from(values, (v) => v + (far() ? offset(rng, 0.25, 0.4) : offset(rng, 0.05, 0.15))),
     advantages: Float32Array.from({ length: BT }, () => gaussian(rng)),
@@ -91,7 +95,9 @@ describe('rlStep: webgpu follows the float64 cpu backend', () => {
         const [gv, cv] = [g.sums[k], c.sums[k]];
         expect(Math.abs(gv - cv), `step ${step} ${k}: gpu ${gv} cpu ${cv}`).toBeLessThan(1e-3 * Math.abs(cv) + 1e-5 * c.sums.tokens);
       }
-      expect(Math.abs(g.gradNorm - c.gradNorm), `step ${step} grad norm: gpu ${g.gradNorm} cpu ${c.gradNorm}`).toBeLessThan(1e-3 * c.gradNorm);
+      expect(Math.abs(g.gradNorm - c.gradNorm), `step ${step} grad norm: gpu ${g.gradNorm} cpu ${c.gradNorm}`).toBeLessThan(
+        1e-3 * c.gradNorm,
+      );
       // Early Adam steps move every parameter by up to ~lr whatever the gradient's size, so the
       // backends' parameters are compared against lr. (SwiftShader: 7e-7 = 7e-4 lr after 2 steps.)
       const d = maxAbsDiff(await gpu.getParams(), await cpu.getParams());
@@ -102,23 +108,27 @@ describe('rlStep: webgpu follows the float64 cpu backend', () => {
 });
 
 describe('rlStep behaviour', () => {
-  test.each(['cpu', 'webgpu'] as const)('%s: advantages raise (A > 0) and lower (A < 0) the chosen tokens\' log-probs', { timeout: 120_000 }, async (kind) => {
-    const params = initParams(paramTable(cfg), 22);
-    const batch = rlBatch(params, 3);
-    batch.oldLogp = Float32Array.from(cpuLogp(params, batch.tokens, batch.targets, rl.invTemp).logp); // ratio 1 at the start
-    batch.advantages = batch.advantages.map((_, i) => (i % 2 === 0 ? 1 : -1));
-    const be = await backend(kind, params, { ...optim, lr: 1e-2, weightDecay: 0 });
-    const before = await logpOf(be, batch);
-    for (let s = 0; s < 5; s++) await be.rlStep([batch], { ...rl, vfCoef: 0, entCoef: 0, klCoef: 0 });
-    const after = await logpOf(be, batch);
-    const meanGain = (sign: number) => {
-      const idx = [...batch.mask.keys()].filter((i) => batch.mask[i] === 1 && batch.advantages[i] === sign);
-      return idx.reduce((a, i) => a + after[i]! - before[i]!, 0) / idx.length;
-    };
-    expect(meanGain(1)).toBeGreaterThan(0.1);
-    expect(meanGain(-1)).toBeLessThan(-0.1);
-    be.dispose();
-  });
+  test.each(['cpu', 'webgpu'] as const)(
+    "%s: advantages raise (A > 0) and lower (A < 0) the chosen tokens' log-probs",
+    { timeout: 120_000 },
+    async (kind) => {
+      const params = initParams(paramTable(cfg), 22);
+      const batch = rlBatch(params, 3);
+      batch.oldLogp = Float32Array.from(cpuLogp(params, batch.tokens, batch.targets, rl.invTemp).logp); // ratio 1 at the start
+      batch.advantages = batch.advantages.map((_, i) => (i % 2 === 0 ? 1 : -1));
+      const be = await backend(kind, params, { ...optim, lr: 1e-2, weightDecay: 0 });
+      const before = await logpOf(be, batch);
+      for (let s = 0; s < 5; s++) await be.rlStep([batch], { ...rl, vfCoef: 0, entCoef: 0, klCoef: 0 });
+      const after = await logpOf(be, batch);
+      const meanGain = (sign: number) => {
+        const idx = [...batch.mask.keys()].filter((i) => batch.mask[i] === 1 && batch.advantages[i] === sign);
+        return idx.reduce((a, i) => a + after[i]! - before[i]!, 0) / idx.length;
+      };
+      expect(meanGain(1)).toBeGreaterThan(0.1);
+      expect(meanGain(-1)).toBeLessThan(-0.1);
+      be.dispose();
+    },
+  );
 
   test.each(['cpu', 'webgpu'] as const)('%s: a mask that selects no token is rejected', async (kind) => {
     const params = initParams(paramTable(cfg), 23);
@@ -167,7 +177,9 @@ describe('GpuTrainer.rlStep', () => {
     const params = initParams(paramTable(cfg), 26);
     const t = new GpuTrainer(new GpuModel(rt, cfg, params), optim);
     const batch = rlBatch(params, 8);
-    await expect(t.rlStep([{ ...batch, returns: batch.returns.subarray(1) }], rl, true)).rejects.toThrow(`returns has ${B * T - 1} values, expected B * T = ${B * T}`);
+    await expect(t.rlStep([{ ...batch, returns: batch.returns.subarray(1) }], rl, true)).rejects.toThrow(
+      `returns has ${B * T - 1} values, expected B * T = ${B * T}`,
+    );
     await expect(t.rlStep([batch], { ...rl, clip: 0 }, true)).rejects.toThrow(/clip must be in \(0, 1\)/);
     await expect(t.rlStep([batch, { ...batch, T: T - 1 }], rl, true)).rejects.toThrow(/one shape/);
     expect(t.step).toBe(0);

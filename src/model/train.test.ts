@@ -30,8 +30,11 @@ function makeBatch(seed: number, B: number, T: number): TokenBatch {
 /** Splits a batch into single-sequence micro-batches. */
 function split(b: TokenBatch): TokenBatch[] {
   return Array.from({ length: b.B }, (_, i) => ({
-    B: 1, T: b.T,
-    tokens: b.tokens.slice(i * b.T, (i + 1) * b.T), targets: b.targets.slice(i * b.T, (i + 1) * b.T), mask: b.mask.slice(i * b.T, (i + 1) * b.T),
+    B: 1,
+    T: b.T,
+    tokens: b.tokens.slice(i * b.T, (i + 1) * b.T),
+    targets: b.targets.slice(i * b.T, (i + 1) * b.T),
+    mask: b.mask.slice(i * b.T, (i + 1) * b.T),
   }));
 }
 

@@ -23,7 +23,11 @@ let loaded: Promise<BrowserOrt> | null = null;
 export function loadBrowserOrt(): Promise<BrowserOrt> {
   loaded ??= import('onnxruntime-web')
     .then((m) => {
-      const ort = configureOrt(m as unknown as Ort, { numThreads: 1, wasmPaths: { wasm: new URL(jsepWasmUrl, location.href).href }, executionProviders: ['wasm'] });
+      const ort = configureOrt(m as unknown as Ort, {
+        numThreads: 1,
+        wasmPaths: { wasm: new URL(jsepWasmUrl, location.href).href },
+        executionProviders: ['wasm'],
+      });
       // ORT writes its warnings (e.g. "some nodes were not assigned to the preferred execution
       // providers": shape ops kept on the CPU, by design) through console.error; errors still show
       ort.env.logLevel = 'error';
@@ -40,6 +44,7 @@ export function loadBrowserOrt(): Promise<BrowserOrt> {
 export async function browserOrt(ep: BrowserEp): Promise<Ort> {
   const o = await loadBrowserOrt();
   if (ep === 'wasm') return o.wasm;
-  if (!o.webgpu) throw new Error('onnxruntime-web: this browser has no WebGPU (navigator.gpu), so the webgpu execution provider is unavailable');
+  if (!o.webgpu)
+    throw new Error('onnxruntime-web: this browser has no WebGPU (navigator.gpu), so the webgpu execution provider is unavailable');
   return o.webgpu;
 }

@@ -26,14 +26,21 @@ describe('graph', () => {
     expect(m.opsetImport).toEqual([{ domain: '', version: 17 }]);
     const g = m.graph!;
     expect(g.input!.map(describeValue)).toEqual([
-      'input_ids: int64[batch, sequence]', 'attention_mask: int64[batch, total_sequence]', 'position_ids: int64[batch, sequence]',
-      'past_key_values.0.key: float[batch, 2, past_sequence, 16]', 'past_key_values.0.value: float[batch, 2, past_sequence, 16]',
-      'past_key_values.1.key: float[batch, 2, past_sequence, 16]', 'past_key_values.1.value: float[batch, 2, past_sequence, 16]',
+      'input_ids: int64[batch, sequence]',
+      'attention_mask: int64[batch, total_sequence]',
+      'position_ids: int64[batch, sequence]',
+      'past_key_values.0.key: float[batch, 2, past_sequence, 16]',
+      'past_key_values.0.value: float[batch, 2, past_sequence, 16]',
+      'past_key_values.1.key: float[batch, 2, past_sequence, 16]',
+      'past_key_values.1.value: float[batch, 2, past_sequence, 16]',
     ]);
     expect(g.output!.map(describeValue)).toEqual([
-      'logits: float[batch, sequence, 64]', 'values: float[batch, sequence]',
-      'present.0.key: float[batch, 2, total_sequence, 16]', 'present.0.value: float[batch, 2, total_sequence, 16]',
-      'present.1.key: float[batch, 2, total_sequence, 16]', 'present.1.value: float[batch, 2, total_sequence, 16]',
+      'logits: float[batch, sequence, 64]',
+      'values: float[batch, sequence]',
+      'present.0.key: float[batch, 2, total_sequence, 16]',
+      'present.0.value: float[batch, 2, total_sequence, 16]',
+      'present.1.key: float[batch, 2, total_sequence, 16]',
+      'present.1.value: float[batch, 2, total_sequence, 16]',
     ]);
     expect(g.node!.every((n) => !n.domain)).toBe(true);
     expect(new Set(g.node!.map((n) => n.opType))).toContain('LayerNormalization');

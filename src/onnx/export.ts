@@ -51,8 +51,10 @@ export interface ExportOptions {
 
 /** Names of the KV inputs and outputs of layer i. */
 export const kvNames = (i: number) => ({
-  pastKey: `past_key_values.${i}.key`, pastValue: `past_key_values.${i}.value`,
-  presentKey: `present.${i}.key`, presentValue: `present.${i}.value`,
+  pastKey: `past_key_values.${i}.key`,
+  pastValue: `past_key_values.${i}.value`,
+  presentKey: `present.${i}.key`,
+  presentValue: `present.${i}.value`,
 });
 
 /** `dir/M.onnx` -> `dir/M.tokenizer.json`: where the tokenizer sidecar of a model file lives. */
@@ -70,19 +72,27 @@ export function buildOnnxModel(snap: Pick<ModelSnapshot, 'config' | 'params'>, o
   const HS = C / NH;
   const kv = opts.kvCache === true;
   const table = paramTable(cfg);
-  if (snap.params.length !== table.total) throw new Error(`exportOnnx: parameter slab has ${snap.params.length} floats, the table needs ${table.total}`);
+  if (snap.params.length !== table.total)
+    throw new Error(`exportOnnx: parameter slab has ${snap.params.length} floats, the table needs ${table.total}`);
   const g = new GraphBuilder();
   const added = new Set<string>();
-  const w = (name: string) => (added.has(name) ? name : (added.add(name), g.weight(name, table.byName.get(name)!.shape, view(table, snap.params, name))));
+  const w = (name: string) =>
+    added.has(name) ? name : (added.add(name), g.weight(name, table.byName.get(name)!.shape, view(table, snap.params, name)));
   const wT = (name: string) => g.op('Transpose', [w(name)], { attrs: [attr.ints('perm', [1, 0])], prefix: name }); // (in, out)
 
   const ids = g.input('input_ids', DataType.INT64, ['batch', 'sequence']);
-  const mask = opts.attentionMask === false ? null : g.input('attention_mask', DataType.INT64, ['batch', kv ? 'total_sequence' : 'sequence']);
+  const mask =
+    opts.attentionMask === false ? null : g.input('attention_mask', DataType.INT64, ['batch', kv ? 'total_sequence' : 'sequence']);
   const posIds = opts.positionIds === false ? null : g.input('position_ids', DataType.INT64, ['batch', 'sequence']);
-  const past = kv ? Array.from({ length: L }, (_, i) => {
-    const n = kvNames(i);
-    return { k: g.input(n.pastKey, DataType.FLOAT, ['batch', NH, 'past_sequence', HS]), v: g.input(n.pastValue, DataType.FLOAT, ['batch', NH, 'past_sequence', HS]) };
-  }) : null;
+  const past = kv
+    ? Array.from({ length: L }, (_, i) => {
+        const n = kvNames(i);
+        return {
+          k: g.input(n.pastKey, DataType.FLOAT, ['batch', NH, 'past_sequence', HS]),
+          v: g.input(n.pastValue, DataType.FLOAT, ['batch', NH, 'past_sequence', HS]),
+        };
+      })
+    : null;
 
   // sizes as scalars: T new rows, P past rows, S = P + T keys
   const scalar = (x: string) => g.op('Squeeze', [x]);
@@ -107,7 +117,8 @@ export function buildOnnxModel(snap: Pick<ModelSnapshot, 'config' | 'params'>, o
     const ln1 = layerNorm(g, x, w(p('ln1w')), w(p('ln1b')), pre);
     const qkv = g.op('Add', [g.op('MatMul', [ln1, wT(p('qkvw'))], { prefix: pre }), w(p('qkvb'))], { prefix: pre }); // (B, T, 3C)
     const [q, k, v] = g.opN('Split', [qkv, g.i64([C, C, C])], { attrs: [attr.int('axis', 2)], outputs: 3, prefix: pre });
-    const heads = (t: string) => g.op('Transpose', [g.op('Reshape', [t, headShape], { prefix: pre })], { attrs: [attr.ints('perm', [0, 2, 1, 3])], prefix: pre }); // (B, NH, T, HS)
+    const heads = (t: string) =>
+      g.op('Transpose', [g.op('Reshape', [t, headShape], { prefix: pre })], { attrs: [attr.ints('perm', [0, 2, 1, 3])], prefix: pre }); // (B, NH, T, HS)
     let kh = heads(k!);
     let vh = heads(v!);
     if (past) {
@@ -118,7 +129,10 @@ export function buildOnnxModel(snap: Pick<ModelSnapshot, 'config' | 'params'>, o
     }
     const kt = g.op('Transpose', [kh], { attrs: [attr.ints('perm', [0, 1, 3, 2])], prefix: pre }); // (B, NH, HS, S)
     const scores = g.op('Mul', [g.op('MatMul', [heads(q!), kt], { prefix: pre }), scale], { prefix: pre }); // (B, NH, T, S)
-    const att = g.op('Softmax', [g.op('Where', [allowed, scores, negBig], { prefix: pre })], { attrs: [attr.int('axis', -1)], prefix: pre });
+    const att = g.op('Softmax', [g.op('Where', [allowed, scores, negBig], { prefix: pre })], {
+      attrs: [attr.int('axis', -1)],
+      prefix: pre,
+    });
     const y = g.op('Transpose', [g.op('MatMul', [att, vh], { prefix: pre })], { attrs: [attr.ints('perm', [0, 2, 1, 3])], prefix: pre }); // (B, T, NH, HS)
     const yc = g.op('Reshape', [y, g.i64([0, 0, C])], { prefix: pre }); // (B, T, C)
     const attproj = g.op('Add', [g.op('MatMul', [yc, wT(p('attprojw'))], { prefix: pre }), w(p('attprojb'))], { prefix: pre });
@@ -148,7 +162,13 @@ function exportMetadata(cfg: ModelConfig, kv: boolean, tokenizerFile: string | u
   const m: Record<string, string> = {
     [META.format]: FORMAT,
     [META.formatVersion]: FORMAT_VERSION,
-    [META.config]: JSON.stringify({ nLayer: cfg.nLayer, dModel: cfg.dModel, nHead: cfg.nHead, contextLength: cfg.contextLength, vocabSize: cfg.vocabSize }),
+    [META.config]: JSON.stringify({
+      nLayer: cfg.nLayer,
+      dModel: cfg.dModel,
+      nHead: cfg.nHead,
+      contextLength: cfg.contextLength,
+      vocabSize: cfg.vocabSize,
+    }),
     [META.kvCache]: String(kv),
   };
   if (kv) m[META.kvLayout] = KV_LAYOUT;
@@ -166,7 +186,9 @@ function attentionAllowed(g: GraphBuilder, qIdx: string, kIdx: string, mask: str
   const causal = g.op('LessOrEqual', [kRow, qCol], { prefix: 'mask' }); // (T, S)
   if (!mask) return causal;
   const self = g.op('Equal', [kRow, qCol], { prefix: 'mask' }); // (T, S)
-  const real = g.op('Unsqueeze', [g.op('Cast', [mask], { attrs: [attr.int('to', DataType.BOOL)], prefix: 'mask' }), g.i64([1, 2])], { prefix: 'mask' }); // (B, 1, 1, S)
+  const real = g.op('Unsqueeze', [g.op('Cast', [mask], { attrs: [attr.int('to', DataType.BOOL)], prefix: 'mask' }), g.i64([1, 2])], {
+    prefix: 'mask',
+  }); // (B, 1, 1, S)
   return g.op('Or', [g.op('And', [causal, real], { prefix: 'mask' }), self], { prefix: 'mask' }); // (B, 1, T, S)
 }
 

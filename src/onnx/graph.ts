@@ -4,8 +4,16 @@
  * (export.ts) and the tests' hand-written models use it.
  */
 import {
-  attr, floatTensor, int64Tensor, valueInfo,
-  type AttributeProto, type ModelProto, type NodeProto, type StringStringEntry, type TensorProto, type ValueInfo,
+  attr,
+  floatTensor,
+  int64Tensor,
+  valueInfo,
+  type AttributeProto,
+  type ModelProto,
+  type NodeProto,
+  type StringStringEntry,
+  type TensorProto,
+  type ValueInfo,
 } from './proto';
 
 /** ONNX opset of the graphs written here (LayerNormalization needs 17). */
@@ -28,7 +36,7 @@ export class GraphBuilder {
 
   /** Adds one node; returns its outputs (named `out`, or generated from the op type). */
   op(opType: string, inputs: string[], opts: { attrs?: AttributeProto[]; out?: string | string[]; prefix?: string } = {}): string {
-    return this.opN(opType, inputs, { ...opts, outputs: typeof opts.out === 'string' ? [opts.out] : opts.out ?? 1 })[0]!;
+    return this.opN(opType, inputs, { ...opts, outputs: typeof opts.out === 'string' ? [opts.out] : (opts.out ?? 1) })[0]!;
   }
 
   opN(opType: string, inputs: string[], opts: { attrs?: AttributeProto[]; outputs: number | string[]; prefix?: string }): string[] {

@@ -43,13 +43,19 @@ const V = tok.vocabSize;
 const tokJson = tok.toJSON();
 const CONFIG = { ...TINY, vocabSize: V };
 const reject = (bytes: Uint8Array, o: { tokenizer?: unknown; contextLength?: number } = {}) =>
-  importOnnxModel(ort, bytes, o.tokenizer ?? tokJson, { file: 'model.onnx', tokenizerFile: 'tok.json', contextLength: o.contextLength ?? 32 });
+  importOnnxModel(ort, bytes, o.tokenizer ?? tokJson, {
+    file: 'model.onnx',
+    tokenizerFile: 'tok.json',
+    contextLength: o.contextLength ?? 32,
+  });
 
 describe('rejects malformed and unsupported models, naming the problem', () => {
   const good = exportOnnx(tinySnapshot(CONFIG));
 
   test('a truncated file', async () => {
-    await expect(reject(good.subarray(0, Math.floor(good.length * 0.6)))).rejects.toThrow(/^model\.onnx: not a valid ONNX file: truncated protobuf at byte \d+ \(the file has \d+ bytes\)$/);
+    await expect(reject(good.subarray(0, Math.floor(good.length * 0.6)))).rejects.toThrow(
+      /^model\.onnx: not a valid ONNX file: truncated protobuf at byte \d+ \(the file has \d+ bytes\)$/,
+    );
   });
 
   test('garbage bytes and an empty file', async () => {
@@ -63,23 +69,35 @@ describe('rejects malformed and unsupported models, naming the problem', () => {
   });
 
   test('a graph without input_ids lists the inputs it has', async () => {
-    const m = bigramModel(V, new Map(), { tweak: (g) => {
-      g.inputs[0]!.name = 'tokens';
-      g.nodes[0]!.input![1] = 'tokens';
-    } });
+    const m = bigramModel(V, new Map(), {
+      tweak: (g) => {
+        g.inputs[0]!.name = 'tokens';
+        g.nodes[0]!.input![1] = 'tokens';
+      },
+    });
     await expect(reject(m)).rejects.toThrow('model.onnx: no input named input_ids (inputs: tokens: int64[batch, sequence])');
   });
 
   test('a vocabulary mismatch between the tokenizer and the logits', async () => {
-    await expect(reject(exportOnnx(tinySnapshot(TINY)))).rejects.toThrow('tok.json: tokenizer vocab 258 but model.onnx logits last dim 64; the model and its tokenizer must agree');
+    await expect(reject(exportOnnx(tinySnapshot(TINY)))).rejects.toThrow(
+      'tok.json: tokenizer vocab 258 but model.onnx logits last dim 64; the model and its tokenizer must agree',
+    );
   });
 
   test('wrong types and shapes of the interface', async () => {
-    const float = bigramModel(V, new Map(), { tweak: (g) => void (g.inputs[0] = valueInfo('input_ids', DataType.FLOAT, ['batch', 'sequence'])) });
-    await expect(reject(float)).rejects.toThrow('model.onnx: input_ids must be an int64 [batch, sequence] input, got input_ids: float[batch, sequence] (float instead of int64)');
+    const float = bigramModel(V, new Map(), {
+      tweak: (g) => void (g.inputs[0] = valueInfo('input_ids', DataType.FLOAT, ['batch', 'sequence'])),
+    });
+    await expect(reject(float)).rejects.toThrow(
+      'model.onnx: input_ids must be an int64 [batch, sequence] input, got input_ids: float[batch, sequence] (float instead of int64)',
+    );
     const rank2 = bigramModel(V, new Map(), { tweak: (g) => void (g.outputs[0] = valueInfo('logits', DataType.FLOAT, ['sequence', V])) });
-    await expect(reject(rank2)).rejects.toThrow('model.onnx: logits must be a float [batch, sequence, vocab] output, got logits: float[sequence, 258]');
-    const symbolic = bigramModel(V, new Map(), { tweak: (g) => void (g.outputs[0] = valueInfo('logits', DataType.FLOAT, ['batch', 'sequence', 'vocab'])) });
+    await expect(reject(rank2)).rejects.toThrow(
+      'model.onnx: logits must be a float [batch, sequence, vocab] output, got logits: float[sequence, 258]',
+    );
+    const symbolic = bigramModel(V, new Map(), {
+      tweak: (g) => void (g.outputs[0] = valueInfo('logits', DataType.FLOAT, ['batch', 'sequence', 'vocab'])),
+    });
     await expect(reject(symbolic)).rejects.toThrow("model.onnx: logits last dim is symbolic ('vocab')");
     const noLogits = bigramModel(V, new Map(), { tweak: (g) => void (g.outputs[0]!.name = 'scores') });
     await expect(reject(noLogits)).rejects.toThrow('model.onnx: no output named logits (outputs: scores: float[batch, sequence, 258])');
@@ -87,30 +105,44 @@ describe('rejects malformed and unsupported models, naming the problem', () => {
 
   test('an input the policy cannot feed', async () => {
     const extra = bigramModel(V, new Map(), { tweak: (g) => void g.input('token_type_ids', DataType.INT64, ['batch', 'sequence']) });
-    await expect(reject(extra)).rejects.toThrow('model.onnx: unsupported input token_type_ids: int64[batch, sequence]; supported inputs: input_ids, attention_mask, position_ids, past_key_values.{i}.key / .value');
+    await expect(reject(extra)).rejects.toThrow(
+      'model.onnx: unsupported input token_type_ids: int64[batch, sequence]; supported inputs: input_ids, attention_mask, position_ids, past_key_values.{i}.key / .value',
+    );
   });
 
   test('an op onnxruntime does not know is reported by onnxruntime, naming the file and the op', async () => {
-    const m = bigramModel(V, new Map(), { tweak: (g) => {
-      const logits = g.nodes.at(-1)!;
-      logits.output = ['raw'];
-      g.op('Bigramify', ['raw'], { out: 'logits', attrs: [attr.int('order', 2)] });
-    } });
+    const m = bigramModel(V, new Map(), {
+      tweak: (g) => {
+        const logits = g.nodes.at(-1)!;
+        logits.output = ['raw'];
+        g.op('Bigramify', ['raw'], { out: 'logits', attrs: [attr.int('order', 2)] });
+      },
+    });
     await expect(reject(m)).rejects.toThrow(/^model\.onnx: onnxruntime cannot load the model: .*Bigramify/);
   });
 
   test('a bad tokenizer file, and a missing context length', async () => {
     await expect(reject(good, { tokenizer: '{"format": "bpe"}' })).rejects.toThrow(/^tok\.json: Tokenizer\.fromJSON: /);
     const bigram = bigramModel(V, new Map());
-    await expect(importOnnxModel(ort, bigram, tokJson)).rejects.toThrow('model.onnx: its context length is not recorded in its metadata (coderl.config); give it explicitly');
-    await expect(reject(good, { contextLength: 64 })).rejects.toThrow('model.onnx: context length 64 exceeds the model\'s 32');
+    await expect(importOnnxModel(ort, bigram, tokJson)).rejects.toThrow(
+      'model.onnx: its context length is not recorded in its metadata (coderl.config); give it explicitly',
+    );
+    await expect(reject(good, { contextLength: 64 })).rejects.toThrow("model.onnx: context length 64 exceeds the model's 32");
   });
 });
 
-describe('a hand-written bigram model (not our exporter\'s)', () => {
+describe("a hand-written bigram model (not our exporter's)", () => {
   test('is inspected as a cache-less model without mask, positions or value head', () => {
     const info = inspectOnnxModel(bigramForSuite().model, 'bigram.onnx');
-    expect(info).toMatchObject({ vocabSize: V, hasAttentionMask: false, hasPositionIds: false, hasValues: false, kv: null, config: null, opset: 17 });
+    expect(info).toMatchObject({
+      vocabSize: V,
+      hasAttentionMask: false,
+      hasPositionIds: false,
+      hasValues: false,
+      kv: null,
+      config: null,
+      opset: 17,
+    });
   });
 
   test('samples its chain for ragged prompts, then pass@k on a tiny suite: the task it solves passes, the other fails', async () => {
@@ -127,9 +159,22 @@ describe('a hand-written bigram model (not our exporter\'s)', () => {
 
       const samples = await sampleTasks(policy, t, BIGRAM_SUITE, { samplesPerTask: 2, temperature: 1, maxNewTokens: 12, seed: 1 });
       expect(samples.map((s) => s.completion)).toEqual(Array(4).fill(BIGRAM_COMPLETION));
-      const r = await evaluate(policy, t, BIGRAM_SUITE, { samples: 2, temperature: 1, k: [1, 2], maxNewTokens: 12 }, { pool, analyzer }, DEFAULT_REWARD, 1);
+      const r = await evaluate(
+        policy,
+        t,
+        BIGRAM_SUITE,
+        { samples: 2, temperature: 1, k: [1, 2], maxNewTokens: 12 },
+        { pool, analyzer },
+        DEFAULT_REWARD,
+        1,
+      );
       expect(r.passAtK).toEqual({ 'pass@1': 0.5, 'pass@2': 0.5 });
-      expect(r.records.map((x) => [x.task_id, x.passed])).toEqual([['double', true], ['double', true], ['plus-four', false], ['plus-four', false]]);
+      expect(r.records.map((x) => [x.task_id, x.passed])).toEqual([
+        ['double', true],
+        ['double', true],
+        ['plus-four', false],
+        ['plus-four', false],
+      ]);
     } finally {
       policy.dispose();
     }
@@ -137,7 +182,9 @@ describe('a hand-written bigram model (not our exporter\'s)', () => {
 
   test('is frozen: training calls are errors', async () => {
     const { policy } = await importOnnxModel(ort, bigramForSuite().model, tokJson, { file: 'bigram.onnx', contextLength: 64 });
-    await expect(policy.rlStep()).rejects.toThrow('bigram.onnx: an imported ONNX model is frozen: it samples, scores and serves as the KL reference, but cannot rlStep');
+    await expect(policy.rlStep()).rejects.toThrow(
+      'bigram.onnx: an imported ONNX model is frozen: it samples, scores and serves as the KL reference, but cannot rlStep',
+    );
     await expect(policy.getParams()).rejects.toThrow(/frozen/);
     policy.dispose();
   });
@@ -153,7 +200,7 @@ describe('our export, imported', () => {
     ['KV cache', { kvCache: true }],
     ['no mask, no positions', { kvCache: false, attentionMask: false, positionIds: false }],
     ['KV cache, mask but no positions', { kvCache: true, attentionMask: true, positionIds: false }],
-  ])('%s: generates the CPU backend\'s tokens, log-probs and values for left-padded prompts', async (_name, o) => {
+  ])("%s: generates the CPU backend's tokens, log-probs and values for left-padded prompts", async (_name, o) => {
     const { policy, info } = await importOnnxModel(ort, exportOnnx(snap, o), tokJson);
     try {
       expect(policy.config).toEqual(CONFIG); // read from the metadata
@@ -175,13 +222,17 @@ describe('our export, imported', () => {
     }
   });
 
-  test('forward with left padding, and per-action scores (the KL reference\'s job), match the CPU backend', async () => {
+  test("forward with left padding, and per-action scores (the KL reference's job), match the CPU backend", async () => {
     const { policy } = await importOnnxModel(ort, exportOnnx(snap, { kvCache: true }), tokJson);
     try {
       const x = parityInput(V, 3, 11, 9);
       const [a, b] = [await policy.forward(x), await cpu.forward(x)];
-      for (let i = 0; i < a.logits.length; i++) expect(Math.abs(a.logits[i]! - b.logits[i]!)).toBeLessThan(1e-4 * Math.max(1, Math.abs(b.logits[i]!)));
-      const seqs = [{ ids: [3, 4, 5, 6, 7, 8], promptLength: 2 }, { ids: [9, 10, 11], promptLength: 1 }];
+      for (let i = 0; i < a.logits.length; i++)
+        expect(Math.abs(a.logits[i]! - b.logits[i]!)).toBeLessThan(1e-4 * Math.max(1, Math.abs(b.logits[i]!)));
+      const seqs = [
+        { ids: [3, 4, 5, 6, 7, 8], promptLength: 2 },
+        { ids: [9, 10, 11], promptLength: 1 },
+      ];
       const [sa, sb] = [await scoreActions(policy, seqs, tok.padId, 1 / 0.7), await scoreActions(cpu, seqs, tok.padId, 1 / 0.7)];
       for (let s = 0; s < seqs.length; s++) {
         for (let i = 0; i < sa.logp[s]!.length; i++) expect(sa.logp[s]![i]!).toBeCloseTo(sb.logp[s]![i]!, 4);
@@ -193,17 +244,29 @@ describe('our export, imported', () => {
 });
 
 describe('as the frozen KL reference of a PPO iteration', () => {
-  test('an imported export of the policy\'s own weights gives KL 0 and the same iteration as the engine\'s reference', async () => {
-    const cfg = resolveConfig('tiny', mergeConfig(MINI_RUN, { rl: { iterations: 1, promptsPerIteration: 2, samplesPerPrompt: 2, maxNewTokens: 8, minibatch: 4, epochs: 1 } }));
+  test("an imported export of the policy's own weights gives KL 0 and the same iteration as the engine's reference", async () => {
+    const cfg = resolveConfig(
+      'tiny',
+      mergeConfig(MINI_RUN, {
+        rl: { iterations: 1, promptsPerIteration: 2, samplesPerPrompt: 2, maxNewTokens: 8, minibatch: 4, epochs: 1 },
+      }),
+    );
     const set = buildTaskSet({ seed: 3, ...cfg.tasks });
-    const t = trainTokenizer([...set.train, ...set.val].map((x) => x.prompt + x.reference), { vocabSize: cfg.model.vocabSize });
+    const t = trainTokenizer(
+      [...set.train, ...set.val].map((x) => x.prompt + x.reference),
+      { vocabSize: cfg.model.vocabSize },
+    );
     const model = { ...cfg.model, vocabSize: t.vocabSize };
     const params = tinySnapshot(model, 5, 1).params;
     const { policy: onnxRef, tokenizer } = await importOnnxModel(ort, exportOnnx({ config: model, params }), t.toJSON());
     assertSameTokenizer(t, tokenizer);
     const run = async (ref: Parameters<typeof ppoIteration>[0]['ref']) => {
       const policy = createBackend('cpu', { config: model, params, optim: { ...DEFAULT_OPTIM, lr: cfg.rl.lr } });
-      const out = await ppoIteration({ policy, ref, rm: null, tok: t, scorer: { pool, analyzer }, cfg, seed: 3, tasks: set.rl }, 0, new KlController(0.5, false, 1, 1));
+      const out = await ppoIteration(
+        { policy, ref, rm: null, tok: t, scorer: { pool, analyzer }, cfg, seed: 3, tasks: set.rl },
+        0,
+        new KlController(0.5, false, 1, 1),
+      );
       policy.dispose();
       return out;
     };
@@ -212,7 +275,8 @@ describe('as the frozen KL reference of a PPO iteration', () => {
     onnxRef.dispose();
     expect(withOnnx.rollouts.length).toBeGreaterThan(0);
     expect(Math.abs(withOnnx.metrics['objective/kl'] as number)).toBeLessThan(1e-4);
-    for (const r of withOnnx.rollouts) for (let i = 0; i < r.ref_logprobs.length; i++) expect(r.ref_logprobs[i]!).toBeCloseTo(r.logprobs[i]!, 3);
+    for (const r of withOnnx.rollouts)
+      for (let i = 0; i < r.ref_logprobs.length; i++) expect(r.ref_logprobs[i]!).toBeCloseTo(r.logprobs[i]!, 3);
     expect(withOnnx.rollouts.map((r) => r.completion)).toEqual(withCpu.rollouts.map((r) => r.completion));
     expect(withOnnx.metrics['env/reward_mean']).toBe(withCpu.metrics['env/reward_mean']);
     expect(() => assertSameTokenizer(t, byteTokenizer())).toThrow(/its tokenizer differs from the policy's/);

@@ -78,12 +78,18 @@ export function inspectOnnxModel(bytes: Uint8Array, file = 'model.onnx'): OnnxMo
   const logits = byName(outputs, 'logits') ?? fail(`no output named logits (outputs: ${list(outputs)})`);
   expectTensor(logits, DataType.FLOAT, 3, 'a float [batch, sequence, vocab] output', fail);
   const vdim = logits.type!.tensorType!.shape!.dim![2]!;
-  if (vdim.dimValue === undefined) fail(`logits last dim is symbolic ('${vdim.dimParam ?? '?'}'); the vocabulary size must be fixed (${describeValue(logits)})`);
+  if (vdim.dimValue === undefined)
+    fail(`logits last dim is symbolic ('${vdim.dimParam ?? '?'}'); the vocabulary size must be fixed (${describeValue(logits)})`);
   const values = byName(outputs, 'values');
   if (values) expectTensor(values, DataType.FLOAT, 2, 'a float [batch, sequence] output (the value head)', fail);
 
   const kv = inspectKv(inputs, outputs, fail);
-  const known = new Set(['input_ids', 'attention_mask', 'position_ids', ...Array.from({ length: kv?.layers ?? 0 }, (_, i) => [kvNames(i).pastKey, kvNames(i).pastValue]).flat()]);
+  const known = new Set([
+    'input_ids',
+    'attention_mask',
+    'position_ids',
+    ...Array.from({ length: kv?.layers ?? 0 }, (_, i) => [kvNames(i).pastKey, kvNames(i).pastValue]).flat(),
+  ]);
   const extra = inputs.filter((v) => !known.has(v.name ?? ''));
   if (extra.length) fail(`unsupported input${extra.length > 1 ? 's' : ''} ${list(extra)}; supported inputs: ${SUPPORTED_INPUTS}`);
 
@@ -98,8 +104,16 @@ export function inspectOnnxModel(bytes: Uint8Array, file = 'model.onnx'): OnnxMo
     if (config!.vocabSize !== vdim.dimValue) fail(`metadata says vocabSize ${config!.vocabSize} but logits last dim is ${vdim.dimValue}`);
   }
   return {
-    file, vocabSize: vdim.dimValue!, hasAttentionMask: !!mask, hasPositionIds: !!pos, hasValues: !!values, kv, config, metadata,
-    producer: [model.producerName, model.producerVersion].filter(Boolean).join(' '), opset: opset!,
+    file,
+    vocabSize: vdim.dimValue!,
+    hasAttentionMask: !!mask,
+    hasPositionIds: !!pos,
+    hasValues: !!values,
+    kv,
+    config,
+    metadata,
+    producer: [model.producerName, model.producerVersion].filter(Boolean).join(' '),
+    opset: opset!,
   };
 }
 
@@ -107,7 +121,9 @@ function expectTensor(v: ValueInfo, elemType: number, rank: number, what: string
   const tt = v.type?.tensorType;
   if (!tt) fail(`${v.name} must be ${what}; it is not a tensor`);
   if (tt!.elemType !== elemType || (tt!.shape?.dim?.length ?? -1) !== rank) {
-    fail(`${v.name} must be ${what}, got ${describeValue(v)}${tt!.elemType !== elemType ? ` (${DATA_TYPE_NAMES[tt!.elemType ?? 0] ?? tt!.elemType} instead of ${DATA_TYPE_NAMES[elemType]})` : ''}`);
+    fail(
+      `${v.name} must be ${what}, got ${describeValue(v)}${tt!.elemType !== elemType ? ` (${DATA_TYPE_NAMES[tt!.elemType ?? 0] ?? tt!.elemType} instead of ${DATA_TYPE_NAMES[elemType]})` : ''}`,
+    );
   }
 }
 
@@ -117,22 +133,30 @@ function inspectKv(inputs: ValueInfo[], outputs: ValueInfo[], fail: (m: string) 
   if (!pastNames.length) return null;
   let layers = 0;
   while (pastNames.includes(kvNames(layers).pastKey) || pastNames.includes(kvNames(layers).pastValue)) layers++;
-  if (layers * 2 !== pastNames.length) fail(`past_key_values inputs must be past_key_values.{i}.key and .value for i = 0..L-1, got ${pastNames.join(', ')}`);
+  if (layers * 2 !== pastNames.length)
+    fail(`past_key_values inputs must be past_key_values.{i}.key and .value for i = 0..L-1, got ${pastNames.join(', ')}`);
   let heads = 0;
   let headSize = 0;
   for (let i = 0; i < layers; i++) {
     const n = kvNames(i);
-    for (const [inName, outName] of [[n.pastKey, n.presentKey], [n.pastValue, n.presentValue]] as const) {
-      const v = inputs.find((x) => x.name === inName) ?? fail(`${inName} is missing (the KV cache needs a key and a value input per layer)`);
+    for (const [inName, outName] of [
+      [n.pastKey, n.presentKey],
+      [n.pastValue, n.presentValue],
+    ] as const) {
+      const v =
+        inputs.find((x) => x.name === inName) ?? fail(`${inName} is missing (the KV cache needs a key and a value input per layer)`);
       expectTensor(v, DataType.FLOAT, 4, 'a float [batch, heads, past_sequence, head_size] input', fail);
       const dims = v.type!.tensorType!.shape!.dim!;
       const h = dims[1]!.dimValue;
       const hs = dims[3]!.dimValue;
       if (!h || !hs) fail(`${inName}: heads and head_size must be fixed numbers, got ${describeValue(v)}`);
-      if (heads && (h !== heads || hs !== headSize)) fail(`${inName}: ${describeValue(v)} differs from layer 0's [*, ${heads}, *, ${headSize}]`);
+      if (heads && (h !== heads || hs !== headSize))
+        fail(`${inName}: ${describeValue(v)} differs from layer 0's [*, ${heads}, *, ${headSize}]`);
       heads = h!;
       headSize = hs!;
-      const out = outputs.find((x) => x.name === outName) ?? fail(`no output ${outName} for input ${inName} (a KV-cache model returns present.{i}.key / .value)`);
+      const out =
+        outputs.find((x) => x.name === outName) ??
+        fail(`no output ${outName} for input ${inName} (a KV-cache model returns present.{i}.key / .value)`);
       expectTensor(out, DataType.FLOAT, 4, 'a float [batch, heads, total_sequence, head_size] output', fail);
     }
   }
@@ -170,11 +194,15 @@ export async function importOnnxModel(ort: Ort, bytes: Uint8Array, tokenizerJson
     throw new OnnxImportError(`${tokFile}: ${(e as Error).message}`);
   }
   if (tokenizer.vocabSize !== info.vocabSize) {
-    throw new OnnxImportError(`${tokFile}: tokenizer vocab ${tokenizer.vocabSize} but ${file} logits last dim ${info.vocabSize}; the model and its tokenizer must agree`);
+    throw new OnnxImportError(
+      `${tokFile}: tokenizer vocab ${tokenizer.vocabSize} but ${file} logits last dim ${info.vocabSize}; the model and its tokenizer must agree`,
+    );
   }
   const contextLength = o.contextLength ?? info.config?.contextLength;
-  if (contextLength === undefined) throw new OnnxImportError(`${file}: its context length is not recorded in its metadata (${META.config}); give it explicitly`);
-  if (!Number.isInteger(contextLength) || contextLength < 2) throw new OnnxImportError(`${file}: context length must be an integer >= 2, got ${contextLength}`);
+  if (contextLength === undefined)
+    throw new OnnxImportError(`${file}: its context length is not recorded in its metadata (${META.config}); give it explicitly`);
+  if (!Number.isInteger(contextLength) || contextLength < 2)
+    throw new OnnxImportError(`${file}: context length must be an integer >= 2, got ${contextLength}`);
   if (info.config && contextLength > info.config.contextLength) {
     throw new OnnxImportError(`${file}: context length ${contextLength} exceeds the model's ${info.config.contextLength}`);
   }
@@ -200,6 +228,8 @@ export async function importOnnxModel(ort: Ort, bytes: Uint8Array, tokenizerJson
 /** The KL reference must score the policy's token ids: same tokenizer (merges and specials). */
 export function assertSameTokenizer(policy: Tokenizer, reference: Tokenizer, what = 'reference model'): void {
   if (JSON.stringify(policy.toJSON()) !== JSON.stringify(reference.toJSON())) {
-    throw new OnnxImportError(`${what}: its tokenizer differs from the policy's (vocab ${reference.vocabSize} vs ${policy.vocabSize}); the KL penalty compares log-probs of the same token ids`);
+    throw new OnnxImportError(
+      `${what}: its tokenizer differs from the policy's (vocab ${reference.vocabSize} vs ${policy.vocabSize}); the KL penalty compares log-probs of the same token ids`,
+    );
   }
 }

@@ -70,7 +70,11 @@ export function parityInput(V: number, B: number, T: number, seed: number): Requ
   return { tokens, positions, start, B, T };
 }
 
-export async function onnxParity(ort: Ort, snap: Pick<ModelSnapshot, 'config' | 'params'>, opts: ParityOptions = {}): Promise<ParityReport> {
+export async function onnxParity(
+  ort: Ort,
+  snap: Pick<ModelSnapshot, 'config' | 'params'>,
+  opts: ParityOptions = {},
+): Promise<ParityReport> {
   const { config } = snap;
   const B = opts.B ?? 2;
   const T = opts.T ?? Math.min(12, config.contextLength);
@@ -103,8 +107,18 @@ export async function onnxParity(ort: Ort, snap: Pick<ModelSnapshot, 'config' | 
       const V = config.vocabSize;
       checks.push(
         { graph: 'plain', engine: r.engine, logits: maxRelDiff(ortPlain.logits, r.logits), values: maxRelDiff(ortPlain.values, r.values) },
-        { graph: 'kv-prefill', engine: r.engine, logits: maxRelDiff(prefill.logits, rows(r.logits, V, 0, T - 1)), values: maxRelDiff(prefill.values, rows(r.values, 1, 0, T - 1)) },
-        { graph: 'kv-step', engine: r.engine, logits: maxRelDiff(step.logits, rows(r.logits, V, T - 1, T)), values: maxRelDiff(step.values, rows(r.values, 1, T - 1, T)) },
+        {
+          graph: 'kv-prefill',
+          engine: r.engine,
+          logits: maxRelDiff(prefill.logits, rows(r.logits, V, 0, T - 1)),
+          values: maxRelDiff(prefill.values, rows(r.values, 1, 0, T - 1)),
+        },
+        {
+          graph: 'kv-step',
+          engine: r.engine,
+          logits: maxRelDiff(step.logits, rows(r.logits, V, T - 1, T)),
+          values: maxRelDiff(step.values, rows(r.values, 1, T - 1, T)),
+        },
       );
     }
     const ml = Math.max(...checks.map((c) => c.logits));
@@ -118,7 +132,8 @@ export async function onnxParity(ort: Ort, snap: Pick<ModelSnapshot, 'config' | 
 /** Rows [t0, t1) of every sequence of a (B, T, width) tensor. */
 function pickRows(x: ArrayLike<number>, B: number, T: number, width: number, t0: number, t1: number): Float64Array {
   const out = new Float64Array(B * (t1 - t0) * width);
-  for (let b = 0; b < B; b++) for (let t = t0; t < t1; t++) for (let k = 0; k < width; k++) out[(b * (t1 - t0) + t - t0) * width + k] = x[(b * T + t) * width + k]!;
+  for (let b = 0; b < B; b++)
+    for (let t = t0; t < t1; t++) for (let k = 0; k < width; k++) out[(b * (t1 - t0) + t - t0) * width + k] = x[(b * T + t) * width + k]!;
   return out;
 }
 

@@ -83,7 +83,8 @@ export class OnnxPolicy implements PolicyBackend {
     const ragged = prompts.some((p) => p.length !== P);
     const steppers = ragged && !this.canPad ? prompts.map((p) => this.stepper([p])) : [this.stepper(prompts)];
     const collector = new Collector(B, N, opts);
-    const gather = (parts: Last[]): Last => (parts.length === 1 ? parts[0]! : { logits: concat(parts.map((x) => x.logits)), values: concat(parts.map((x) => x.values)) });
+    const gather = (parts: Last[]): Last =>
+      parts.length === 1 ? parts[0]! : { logits: concat(parts.map((x) => x.logits)), values: concat(parts.map((x) => x.values)) };
 
     let last = gather(await sequential(steppers.map((s) => () => s.prefill())));
     const prefillMs = performance.now() - t0;
@@ -92,7 +93,11 @@ export class OnnxPolicy implements PolicyBackend {
       const c = opts.constrain?.(s, collector.tokens) ?? null;
       const u = randUniformRef(opts.seed, s, B);
       const picked = sampleRef(last.logits, B, V, u, {
-        temperature: opts.temperature, topK: opts.topK ?? 0, topP: opts.topP ?? 1, bias: c?.bias ?? null, allowMask: c?.allowMask ?? null,
+        temperature: opts.temperature,
+        topK: opts.topK ?? 0,
+        topP: opts.topP ?? 1,
+        bias: c?.bias ?? null,
+        allowMask: c?.allowMask ?? null,
       });
       collector.push(picked.tokens, picked.logp, last.values);
       steps++;
@@ -124,7 +129,14 @@ export class OnnxPolicy implements PolicyBackend {
     };
     const full = async (): Promise<Last> => {
       const T = rows[0]!.length;
-      const r = await this.run(B, T, rows.flat(), rows.flatMap((row, b) => row.map((_, j) => posOf(b, j))), pad.start, past);
+      const r = await this.run(
+        B,
+        T,
+        rows.flat(),
+        rows.flatMap((row, b) => row.map((_, j) => posOf(b, j))),
+        pad.start,
+        past,
+      );
       if (this.info.kv) past = r.present;
       return last(r, T);
     };
@@ -134,7 +146,14 @@ export class OnnxPolicy implements PolicyBackend {
         rows.forEach((row, b) => row.push(tokens[b]!));
         if (!this.info.kv) return full();
         const S = rows[0]!.length;
-        const r = await this.run(B, 1, tokens, Array.from({ length: B }, (_, b) => posOf(b, S - 1)), pad.start, past);
+        const r = await this.run(
+          B,
+          1,
+          tokens,
+          Array.from({ length: B }, (_, b) => posOf(b, S - 1)),
+          pad.start,
+          past,
+        );
         past = r.present;
         return last(r, 1);
       },
@@ -152,12 +171,24 @@ export class OnnxPolicy implements PolicyBackend {
    * One model call on T new tokens per row after `past` (P rows): attention_mask (B, P + T) is 1
    * from start[b] on, positions as given.
    */
-  private async run(B: number, T: number, tokens: ArrayLike<number>, positions: ArrayLike<number>, start: ArrayLike<number>, past: OrtTensor[]): Promise<RunOut> {
+  private async run(
+    B: number,
+    T: number,
+    tokens: ArrayLike<number>,
+    positions: ArrayLike<number>,
+    start: ArrayLike<number>,
+    past: OrtTensor[],
+  ): Promise<RunOut> {
     const { ort, info } = this;
     const P = past.length ? past[0]!.dims[2]! : 0;
     const S = P + T;
     const feeds: Record<string, OrtTensor> = { input_ids: int64Tensor(ort, tokens, [B, T]) };
-    if (info.hasAttentionMask) feeds.attention_mask = int64Tensor(ort, Array.from({ length: B * S }, (_, i) => (i % S >= start[Math.floor(i / S)]! ? 1 : 0)), [B, S]);
+    if (info.hasAttentionMask)
+      feeds.attention_mask = int64Tensor(
+        ort,
+        Array.from({ length: B * S }, (_, i) => (i % S >= start[Math.floor(i / S)]! ? 1 : 0)),
+        [B, S],
+      );
     if (info.hasPositionIds) feeds.position_ids = int64Tensor(ort, positions, [B, T]);
     const L = info.kv?.layers ?? 0;
     for (let i = 0; i < L; i++) {
@@ -167,7 +198,8 @@ export class OnnxPolicy implements PolicyBackend {
     const out = await runSession(this.session, feeds, info.file);
     const logits = floats(out.logits, `${info.file}: logits`);
     const V = this.config.vocabSize;
-    if (logits.length !== B * T * V) throw new Error(`${info.file}: logits has ${logits.length} values, expected batch ${B} x sequence ${T} x vocab ${V}`);
+    if (logits.length !== B * T * V)
+      throw new Error(`${info.file}: logits has ${logits.length} values, expected batch ${B} x sequence ${T} x vocab ${V}`);
     const values = info.hasValues ? floats(out.values, `${info.file}: values`) : new Float32Array(B * T);
     const present: OrtTensor[] = [];
     for (let i = 0; i < L; i++) present.push(out[kvNames(i).presentKey]!, out[kvNames(i).presentValue]!);
@@ -199,7 +231,11 @@ export class OnnxPolicy implements PolicyBackend {
   }
 
   private frozen(what: string): Promise<never> {
-    return Promise.reject(new Error(`${this.info.file}: an imported ONNX model is frozen: it samples, scores and serves as the KL reference, but cannot ${what}`));
+    return Promise.reject(
+      new Error(
+        `${this.info.file}: an imported ONNX model is frozen: it samples, scores and serves as the KL reference, but cannot ${what}`,
+      ),
+    );
   }
 }
 

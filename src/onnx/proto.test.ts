@@ -1,6 +1,17 @@
 /** The ONNX proto subset: exact wire bytes for hand-computed messages (field numbers of onnx.proto), round trips, decode errors. */
 import { describe, expect, test } from 'vitest';
-import { attr, decodeModel, encodeModel, floatTensor, int64Tensor, OnnxFormatError, tensorFloats, valueInfo, DataType, type ModelProto } from './proto';
+import {
+  attr,
+  decodeModel,
+  encodeModel,
+  floatTensor,
+  int64Tensor,
+  OnnxFormatError,
+  tensorFloats,
+  valueInfo,
+  DataType,
+  type ModelProto,
+} from './proto';
 
 const ascii = (s: string) => Array.from(s, (c) => c.charCodeAt(0));
 const bytes = (m: ModelProto) => Array.from(encodeModel(m));
@@ -17,14 +28,24 @@ describe('wire format', () => {
     const a = [0x0a, 4, ...ascii('axis'), 0x18, 2, 0xa0, 0x01, 2];
     const node = [0x0a, 1, ...ascii('x'), 0x12, 1, ...ascii('y'), 0x22, 4, ...ascii('Relu'), 0x2a, a.length, ...a];
     const graph = [0x0a, node.length, ...node];
-    expect(bytes({ graph: { node: [{ input: ['x'], output: ['y'], opType: 'Relu', attribute: [attr.int('axis', 2)] }] } })).toEqual([0x3a, graph.length, ...graph]);
+    expect(bytes({ graph: { node: [{ input: ['x'], output: ['y'], opType: 'Relu', attribute: [attr.int('axis', 2)] }] } })).toEqual([
+      0x3a,
+      graph.length,
+      ...graph,
+    ]);
   });
 
   test('initializer 5: dims 1 (unpacked), data_type 2, int64_data 7 (packed), name 8, raw_data 9', () => {
     const t = [0x08, 2, 0x10, DataType.INT64, 0x3a, 2, 5, 6, 0x42, 1, ...ascii('c')];
     expect(bytes({ graph: { initializer: [int64Tensor('c', [2], [5, 6])] } })).toEqual([0x3a, t.length + 2, 0x2a, t.length, ...t]);
     const f = [0x08, 1, 0x10, DataType.FLOAT, 0x42, 1, ...ascii('w'), 0x4a, 4, 0, 0, 0x80, 0x3f];
-    expect(bytes({ graph: { initializer: [floatTensor('w', [1], Float32Array.of(1))] } })).toEqual([0x3a, f.length + 2, 0x2a, f.length, ...f]);
+    expect(bytes({ graph: { initializer: [floatTensor('w', [1], Float32Array.of(1))] } })).toEqual([
+      0x3a,
+      f.length + 2,
+      0x2a,
+      f.length,
+      ...f,
+    ]);
   });
 
   test('input 11 / output 12: ValueInfoProto name 1, type 2 > tensor_type 1 (elem_type 1, shape 2 > dim 1 (dim_value 1, dim_param 2))', () => {
@@ -45,7 +66,15 @@ describe('decode', () => {
     producerName: 'test',
     graph: {
       name: 'g',
-      node: [{ input: ['x', 'w'], output: ['y'], opType: 'MatMul', name: 'mm', attribute: [attr.ints('perm', [1, 0]), attr.float('epsilon', 0.5), attr.string('mode', 'tanh')] }],
+      node: [
+        {
+          input: ['x', 'w'],
+          output: ['y'],
+          opType: 'MatMul',
+          name: 'mm',
+          attribute: [attr.ints('perm', [1, 0]), attr.float('epsilon', 0.5), attr.string('mode', 'tanh')],
+        },
+      ],
       initializer: [floatTensor('w', [2, 2], Float32Array.of(1, -2, 3.5, 4))],
       input: [valueInfo('x', DataType.FLOAT, ['batch', 2])],
       output: [valueInfo('y', DataType.FLOAT, ['batch', 2])],

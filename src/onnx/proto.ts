@@ -14,19 +14,53 @@ export const DataType = { FLOAT: 1, UINT8: 2, INT8: 3, INT32: 6, INT64: 7, STRIN
 
 /** Names of TensorProto.DataType values, for error messages. */
 export const DATA_TYPE_NAMES: Record<number, string> = {
-  0: 'undefined', 1: 'float', 2: 'uint8', 3: 'int8', 4: 'uint16', 5: 'int16', 6: 'int32', 7: 'int64', 8: 'string', 9: 'bool',
-  10: 'float16', 11: 'double', 12: 'uint32', 13: 'uint64', 14: 'complex64', 15: 'complex128', 16: 'bfloat16',
+  0: 'undefined',
+  1: 'float',
+  2: 'uint8',
+  3: 'int8',
+  4: 'uint16',
+  5: 'int16',
+  6: 'int32',
+  7: 'int64',
+  8: 'string',
+  9: 'bool',
+  10: 'float16',
+  11: 'double',
+  12: 'uint32',
+  13: 'uint64',
+  14: 'complex64',
+  15: 'complex128',
+  16: 'bfloat16',
 };
 
 /** AttributeProto.AttributeType values used here. */
 export const AttrType = { FLOAT: 1, INT: 2, STRING: 3, TENSOR: 4, GRAPH: 5, FLOATS: 6, INTS: 7, STRINGS: 8 } as const;
 
-export interface StringStringEntry { key?: string; value?: string }
-export interface OperatorSetId { domain?: string; version?: number }
-export interface Dimension { dimValue?: number; dimParam?: string; denotation?: string }
-export interface TensorShape { dim?: Dimension[] }
-export interface TypeProto { tensorType?: { elemType?: number; shape?: TensorShape }; denotation?: string }
-export interface ValueInfo { name?: string; type?: TypeProto; docString?: string }
+export interface StringStringEntry {
+  key?: string;
+  value?: string;
+}
+export interface OperatorSetId {
+  domain?: string;
+  version?: number;
+}
+export interface Dimension {
+  dimValue?: number;
+  dimParam?: string;
+  denotation?: string;
+}
+export interface TensorShape {
+  dim?: Dimension[];
+}
+export interface TypeProto {
+  tensorType?: { elemType?: number; shape?: TensorShape };
+  denotation?: string;
+}
+export interface ValueInfo {
+  name?: string;
+  type?: TypeProto;
+  docString?: string;
+}
 
 export interface TensorProto {
   dims?: number[];
@@ -88,7 +122,12 @@ export interface ModelProto {
 
 const f = (type: string, id: number) => ({ type, id });
 /** A repeated field; scalars say packed or not explicitly (proto2: unpacked unless [packed = true]). */
-const rep = (type: string, id: number, packed?: boolean) => ({ rule: 'repeated', type, id, ...(packed !== undefined ? { options: { packed } } : {}) });
+const rep = (type: string, id: number, packed?: boolean) => ({
+  rule: 'repeated',
+  type,
+  id,
+  ...(packed !== undefined ? { options: { packed } } : {}),
+});
 
 /** protobufjs JSON descriptor of the subset; ids from onnx.proto. */
 export const ONNX_DESCRIPTOR = {
@@ -97,37 +136,72 @@ export const ONNX_DESCRIPTOR = {
       nested: {
         AttributeProto: {
           fields: {
-            name: f('string', 1), refAttrName: f('string', 21), docString: f('string', 13), type: f('int32', 20),
-            f: f('float', 2), i: f('int64', 3), s: f('bytes', 4), t: f('TensorProto', 5), g: f('GraphProto', 6),
-            floats: rep('float', 7, false), ints: rep('int64', 8, false), strings: rep('bytes', 9), tensors: rep('TensorProto', 10), graphs: rep('GraphProto', 11),
+            name: f('string', 1),
+            refAttrName: f('string', 21),
+            docString: f('string', 13),
+            type: f('int32', 20),
+            f: f('float', 2),
+            i: f('int64', 3),
+            s: f('bytes', 4),
+            t: f('TensorProto', 5),
+            g: f('GraphProto', 6),
+            floats: rep('float', 7, false),
+            ints: rep('int64', 8, false),
+            strings: rep('bytes', 9),
+            tensors: rep('TensorProto', 10),
+            graphs: rep('GraphProto', 11),
           },
         },
         ValueInfoProto: { fields: { name: f('string', 1), type: f('TypeProto', 2), docString: f('string', 3) } },
         NodeProto: {
           fields: {
-            input: rep('string', 1), output: rep('string', 2), name: f('string', 3), opType: f('string', 4),
-            domain: f('string', 7), attribute: rep('AttributeProto', 5), docString: f('string', 6),
+            input: rep('string', 1),
+            output: rep('string', 2),
+            name: f('string', 3),
+            opType: f('string', 4),
+            domain: f('string', 7),
+            attribute: rep('AttributeProto', 5),
+            docString: f('string', 6),
           },
         },
         ModelProto: {
           fields: {
-            irVersion: f('int64', 1), opsetImport: rep('OperatorSetIdProto', 8), producerName: f('string', 2), producerVersion: f('string', 3),
-            domain: f('string', 4), modelVersion: f('int64', 5), docString: f('string', 6), graph: f('GraphProto', 7),
+            irVersion: f('int64', 1),
+            opsetImport: rep('OperatorSetIdProto', 8),
+            producerName: f('string', 2),
+            producerVersion: f('string', 3),
+            domain: f('string', 4),
+            modelVersion: f('int64', 5),
+            docString: f('string', 6),
+            graph: f('GraphProto', 7),
             metadataProps: rep('StringStringEntryProto', 14),
           },
         },
         StringStringEntryProto: { fields: { key: f('string', 1), value: f('string', 2) } },
         GraphProto: {
           fields: {
-            node: rep('NodeProto', 1), name: f('string', 2), initializer: rep('TensorProto', 5), docString: f('string', 10),
-            input: rep('ValueInfoProto', 11), output: rep('ValueInfoProto', 12), valueInfo: rep('ValueInfoProto', 13),
+            node: rep('NodeProto', 1),
+            name: f('string', 2),
+            initializer: rep('TensorProto', 5),
+            docString: f('string', 10),
+            input: rep('ValueInfoProto', 11),
+            output: rep('ValueInfoProto', 12),
+            valueInfo: rep('ValueInfoProto', 13),
           },
         },
         TensorProto: {
           fields: {
-            dims: rep('int64', 1, false), dataType: f('int32', 2), floatData: rep('float', 4, true), int32Data: rep('int32', 5, true),
-            stringData: rep('bytes', 6), int64Data: rep('int64', 7, true), name: f('string', 8), docString: f('string', 12),
-            rawData: f('bytes', 9), doubleData: rep('double', 10, true), uint64Data: rep('uint64', 11, true),
+            dims: rep('int64', 1, false),
+            dataType: f('int32', 2),
+            floatData: rep('float', 4, true),
+            int32Data: rep('int32', 5, true),
+            stringData: rep('bytes', 6),
+            int64Data: rep('int64', 7, true),
+            name: f('string', 8),
+            docString: f('string', 12),
+            rawData: f('bytes', 9),
+            doubleData: rep('double', 10, true),
+            uint64Data: rep('uint64', 11, true),
           },
         },
         TensorShapeProto: {
@@ -181,7 +255,8 @@ export function decodeModel(bytes: Uint8Array): ModelProto {
   } catch (e) {
     const m = (e as Error).message;
     // the reader stops where the data ran out: a field or nested message longer than the rest of the file
-    if (e instanceof RangeError && m.startsWith('index out of range')) throw new OnnxFormatError(`truncated protobuf at byte ${reader.pos} (the file has ${bytes.length} bytes)`);
+    if (e instanceof RangeError && m.startsWith('index out of range'))
+      throw new OnnxFormatError(`truncated protobuf at byte ${reader.pos} (the file has ${bytes.length} bytes)`);
     throw new OnnxFormatError(`invalid protobuf: ${m}`);
   }
   return T.toObject(msg, { longs: Number, arrays: false, defaults: false }) as ModelProto;
@@ -222,7 +297,8 @@ export function valueInfo(name: string, elemType: number, dims: readonly (number
 
 /** The float32 values of an initializer (raw_data or float_data). */
 export function tensorFloats(t: TensorProto): Float32Array {
-  if (t.dataType !== DataType.FLOAT) throw new Error(`tensor ${t.name}: expected float, got ${DATA_TYPE_NAMES[t.dataType ?? 0] ?? t.dataType}`);
+  if (t.dataType !== DataType.FLOAT)
+    throw new Error(`tensor ${t.name}: expected float, got ${DATA_TYPE_NAMES[t.dataType ?? 0] ?? t.dataType}`);
   if (t.rawData && t.rawData.length) {
     const copy = new Uint8Array(t.rawData.length); // aligned, and not a view of a shared (Node Buffer) pool
     copy.set(t.rawData);

@@ -53,7 +53,11 @@ export class OrtError extends Error {
 export async function createSession(ort: Ort, bytes: Uint8Array, what: string): Promise<OrtSession> {
   try {
     // logSeverityLevel 3: errors only (ORT's warnings go to console.error in a browser; its errors still throw)
-    return await ort.InferenceSession.create(bytes, { executionProviders: providers.get(ort) ?? ['wasm'], graphOptimizationLevel: 'all', logSeverityLevel: 3 });
+    return await ort.InferenceSession.create(bytes, {
+      executionProviders: providers.get(ort) ?? ['wasm'],
+      graphOptimizationLevel: 'all',
+      logSeverityLevel: 3,
+    });
   } catch (e) {
     throw new OrtError(`${what}: onnxruntime cannot load the model: ${oneLine(e)}`);
   }

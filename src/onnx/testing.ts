@@ -27,7 +27,11 @@ export function byteTokenizer(): Tokenizer {
  * graph is Gather(I (V, V), input_ids) then MatMul(W): inputs input_ids only, output logits
  * only (no mask, positions, cache or value head). `tweak` edits the graph before encoding.
  */
-export function bigramModel(V: number, next: ReadonlyMap<number, number>, o: { margin?: number; tweak?: (g: GraphBuilder) => void } = {}): Uint8Array {
+export function bigramModel(
+  V: number,
+  next: ReadonlyMap<number, number>,
+  o: { margin?: number; tweak?: (g: GraphBuilder) => void } = {},
+): Uint8Array {
   const g = new GraphBuilder();
   const eye = new Float32Array(V * V);
   const w = new Float32Array(V * V);
@@ -44,14 +48,27 @@ export function bigramModel(V: number, next: ReadonlyMap<number, number>, o: { m
 /** The transition map that makes the bigram model continue `after` with `ids` then `eos`. */
 export function chain(after: number, ids: readonly number[], eos: number): Map<number, number> {
   const seq = [after, ...ids, eos];
-  if (new Set(seq.slice(0, -1)).size !== seq.length - 1) throw new Error(`chain: ids repeat (${seq.join(', ')}); a bigram cannot follow them`);
+  if (new Set(seq.slice(0, -1)).size !== seq.length - 1)
+    throw new Error(`chain: ids repeat (${seq.join(', ')}); a bigram cannot follow them`);
   return new Map(seq.slice(0, -1).map((a, i) => [a, seq[i + 1]!]));
 }
 
 /** Two tasks for the bigram model: it completes both with " x*2}", which passes the first only. */
 export const BIGRAM_SUITE = [
-  { task_id: 'double', language: 'javascript' as const, prompt: 'function f(x) {\n  return', entry_point: 'f', tests: 'console.assert(f(3) === 6);\n' },
-  { task_id: 'plus-four', language: 'javascript' as const, prompt: 'function g(x) {\n    return', entry_point: 'g', tests: 'console.assert(g(3) === 7);\n' },
+  {
+    task_id: 'double',
+    language: 'javascript' as const,
+    prompt: 'function f(x) {\n  return',
+    entry_point: 'f',
+    tests: 'console.assert(f(3) === 6);\n',
+  },
+  {
+    task_id: 'plus-four',
+    language: 'javascript' as const,
+    prompt: 'function g(x) {\n    return',
+    entry_point: 'g',
+    tests: 'console.assert(g(3) === 7);\n',
+  },
 ];
 export const BIGRAM_COMPLETION = ' x*2}';
 

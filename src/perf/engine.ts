@@ -112,7 +112,12 @@ export interface EngineBenchResult {
 export type Progress = (message: string) => void;
 
 /** Runs the whole bench on `rt` and `tf` (TF.js on its webgpu backend, same adapter). */
-export async function benchEngine(rt: GpuRuntime, tf: Tf, opts: EngineBenchOptions, progress: Progress = () => {}): Promise<EngineBenchResult> {
+export async function benchEngine(
+  rt: GpuRuntime,
+  tf: Tf,
+  opts: EngineBenchOptions,
+  progress: Progress = () => {},
+): Promise<EngineBenchResult> {
   const adapter = checkSameAdapter(rt, tf);
   progress('validating matmul variants against the float64 reference');
   await validateMatmuls(rt, tf, opts.seed);
@@ -150,7 +155,13 @@ class OursMatmul {
   private readonly b: GPUBuffer; // (N, K)
   private readonly out: GPUBuffer; // (M, N)
 
-  constructor(private readonly rt: GpuRuntime, private readonly strategy: MatmulStrategy, a: Float32Array, b: Float32Array, private readonly p: MatmulProblem) {
+  constructor(
+    private readonly rt: GpuRuntime,
+    private readonly strategy: MatmulStrategy,
+    a: Float32Array,
+    b: Float32Array,
+    private readonly p: MatmulProblem,
+  ) {
     this.a = rt.upload(a, 'bench a');
     this.b = rt.upload(b, 'bench b');
     this.out = rt.storage(p.M * p.N * 4, 'bench out');
@@ -189,7 +200,9 @@ async function validateMatmuls(rt: GpuRuntime, tf: Tf, seed: number): Promise<vo
     const c = compareArrays(got, ref, tol);
     if (!c.ok) {
       const i = c.worstIndex;
-      throw new Error(`bench engine: ${who} matmul ${p.M}x${p.K}x${p.N} is wrong: ${c.failures} of ${c.n} values outside tolerance; worst [${i}] ${got[i]} vs ${ref[i]}`);
+      throw new Error(
+        `bench engine: ${who} matmul ${p.M}x${p.K}x${p.N} is wrong: ${c.failures} of ${c.n} values outside tolerance; worst [${i}] ${got[i]} vs ${ref[i]}`,
+      );
     }
   };
   for (const s of MATMUL_STRATEGIES) {
@@ -281,13 +294,17 @@ function referenceLoss(cfg: ModelConfig, params: Float32Array, batch: TokenBatch
 
 function checkFirstLoss(loss: number | null | undefined, ref: number, who: string): void {
   if (loss === null || loss === undefined || !Number.isFinite(loss) || Math.abs(loss - ref) > 2e-3 * Math.max(1, ref)) {
-    throw new Error(`bench engine: ${who} first training step gave loss ${loss}; the float64 reference model gives ${ref.toFixed(5)} on the same parameters and batch`);
+    throw new Error(
+      `bench engine: ${who} first training step gave loss ${loss}; the float64 reference model gives ${ref.toFixed(5)} on the same parameters and batch`,
+    );
   }
 }
 
 function checkLaterLoss(loss: number | null | undefined, first: number, who: string): void {
   if (loss === null || loss === undefined || !Number.isFinite(loss) || loss > first + 1e-3) {
-    throw new Error(`bench engine: ${who} last training step gave loss ${loss}, above the first step's ${first.toFixed(5)} on the same batch`);
+    throw new Error(
+      `bench engine: ${who} last training step gave loss ${loss}, above the first step's ${first.toFixed(5)} on the same batch`,
+    );
   }
 }
 
@@ -345,7 +362,9 @@ async function benchTrain(
     const firstLoss = await gpt.step(tokens, targets, B, T, true);
     checkFirstLoss(firstLoss, refLoss, 'TF.js');
     if (Math.abs(firstLoss! - oursFirstLoss!) > 2e-3) {
-      throw new Error(`bench engine: the first training losses differ: ours ${oursFirstLoss}, TF.js ${firstLoss} (same parameters and batch)`);
+      throw new Error(
+        `bench engine: the first training losses differ: ours ${oursFirstLoss}, TF.js ${firstLoss} (same parameters and batch)`,
+      );
     }
     for (let i = 1; i < warmup; i++) await gpt.step(tokens, targets, B, T, false);
     await tfjsFinish(tf);
@@ -365,7 +384,11 @@ async function benchTrain(
 }
 
 function statsDelta(before: RuntimeStats, after: RuntimeStats): EngineBenchResult['per_step'] {
-  return { dispatches: after.dispatches - before.dispatches, submits: after.submits - before.submits, readbacks: after.readbacks - before.readbacks };
+  return {
+    dispatches: after.dispatches - before.dispatches,
+    submits: after.submits - before.submits,
+    readbacks: after.readbacks - before.readbacks,
+  };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -422,7 +445,8 @@ export function formatEngineBench(r: EngineBenchResult): string {
     'matmul out (n, n) = a (n, n) · b (n, n)^T, GFLOP/s (median, each run to completion)',
     `${pad('n', 6)}${pad('ours', 10)}${pad('tiled', 10)}${pad('naive', 10)}${pad('TF.js', 10)}${pad('ours/TF.js', 12)}`,
     ...r.matmul.map(
-      (m) => `${pad(m.n, 6)}${pad(m.ours_gflops, 10)}${pad(m.variants.tiled, 10)}${pad(m.variants.naive, 10)}${pad(m.tfjs_gflops, 10)}${pad(ratio(m.ours_gflops, m.tfjs_gflops), 12)}`,
+      (m) =>
+        `${pad(m.n, 6)}${pad(m.ours_gflops, 10)}${pad(m.variants.tiled, 10)}${pad(m.variants.naive, 10)}${pad(m.tfjs_gflops, 10)}${pad(ratio(m.ours_gflops, m.tfjs_gflops), 12)}`,
     ),
     '',
     `training step, ${c.preset} (L=${c.nLayer} C=${c.dModel} NH=${c.nHead} V=${c.vocabSize}), B=${B} T=${T}, tokens/s`,

@@ -37,9 +37,23 @@ export interface OnnxRaceOptions {
   seed: number;
 }
 
-export const ONNX_RACE_DEFAULTS: OnnxRaceOptions = { preset: 'tiny', forward: { B: 4, T: 64 }, generate: { B: 4, promptLen: 16, newTokens: 32 }, warmup: 1, reps: 5, seed: 1 };
+export const ONNX_RACE_DEFAULTS: OnnxRaceOptions = {
+  preset: 'tiny',
+  forward: { B: 4, T: 64 },
+  generate: { B: 4, promptLen: 16, newTokens: 32 },
+  warmup: 1,
+  reps: 5,
+  seed: 1,
+};
 /** Small enough for SwiftShader in CI: seconds per engine on the tiny preset. */
-export const ONNX_RACE_QUICK: OnnxRaceOptions = { preset: 'tiny', forward: { B: 2, T: 32 }, generate: { B: 2, promptLen: 8, newTokens: 12 }, warmup: 1, reps: 3, seed: 1 };
+export const ONNX_RACE_QUICK: OnnxRaceOptions = {
+  preset: 'tiny',
+  forward: { B: 2, T: 32 },
+  generate: { B: 2, promptLen: 8, newTokens: 12 },
+  warmup: 1,
+  reps: 3,
+  seed: 1,
+};
 
 /** One onnxruntime-web configuration to race: a handle whose sessions use one execution provider. */
 export interface RaceEngine {
@@ -88,12 +102,21 @@ export function validateRaceOptions(o: OnnxRaceOptions): ModelConfig {
   pos(o.generate.newTokens, 'new tokens');
   pos(o.reps, 'reps');
   if (!Number.isInteger(o.warmup) || o.warmup < 0) throw new Error(`onnx race: warmup must be a non-negative integer, got ${o.warmup}`);
-  if (o.forward.T > cfg.contextLength) throw new Error(`onnx race: forward T ${o.forward.T} exceeds the ${o.preset} context ${cfg.contextLength}`);
-  if (o.generate.promptLen + o.generate.newTokens > cfg.contextLength) throw new Error(`onnx race: prompt ${o.generate.promptLen} + new tokens ${o.generate.newTokens} exceed the ${o.preset} context ${cfg.contextLength}`);
+  if (o.forward.T > cfg.contextLength)
+    throw new Error(`onnx race: forward T ${o.forward.T} exceeds the ${o.preset} context ${cfg.contextLength}`);
+  if (o.generate.promptLen + o.generate.newTokens > cfg.contextLength)
+    throw new Error(
+      `onnx race: prompt ${o.generate.promptLen} + new tokens ${o.generate.newTokens} exceed the ${o.preset} context ${cfg.contextLength}`,
+    );
   return cfg;
 }
 
-export async function benchOnnxRace(rt: GpuRuntime, engines: RaceEngine[], o: OnnxRaceOptions, say: (m: string) => void = () => {}): Promise<OnnxRaceResult> {
+export async function benchOnnxRace(
+  rt: GpuRuntime,
+  engines: RaceEngine[],
+  o: OnnxRaceOptions,
+  say: (m: string) => void = () => {},
+): Promise<OnnxRaceResult> {
   const cfg = validateRaceOptions(o);
   const V = cfg.vocabSize;
   const snap = { config: cfg, params: initParams(paramTable(cfg), o.seed) };
@@ -113,7 +136,17 @@ export async function benchOnnxRace(rt: GpuRuntime, engines: RaceEngine[], o: On
     const forwardMs = await timed(o, () => model.forward(input));
     const first = await generate(model, prompts, genOpts);
     const genMs = await timed(o, () => generate(model, prompts, genOpts));
-    ours = { logits: fwd.logits, tokens: first.tokens, row: { engine: 'ours (WGSL)', forward_ms: forwardMs, generate_tokens_per_s: produced / (genMs / 1000), max_rel_diff: 0, same_tokens: 1 } };
+    ours = {
+      logits: fwd.logits,
+      tokens: first.tokens,
+      row: {
+        engine: 'ours (WGSL)',
+        forward_ms: forwardMs,
+        generate_tokens_per_s: produced / (genMs / 1000),
+        max_rel_diff: 0,
+        same_tokens: 1,
+      },
+    };
   } finally {
     model.dispose();
   }
@@ -124,14 +157,23 @@ export async function benchOnnxRace(rt: GpuRuntime, engines: RaceEngine[], o: On
   const rows: RaceRow[] = [ours.row];
   for (const e of engines) {
     say(`${o.preset}: ${e.name}`);
-    const [plain, kv] = [await createSession(e.ort, plainBytes, `race model (${e.name})`), await createSession(e.ort, kvBytes, `race model, KV cache (${e.name})`)];
+    const [plain, kv] = [
+      await createSession(e.ort, plainBytes, `race model (${e.name})`),
+      await createSession(e.ort, kvBytes, `race model, KV cache (${e.name})`),
+    ];
     const policy = new OnnxPolicy(e.ort, kv, inspectOnnxModel(kvBytes, 'race.onnx'), cfg);
     try {
       const logits = await ortForward(e.ort, plain, input);
       const forwardMs = await timed(o, () => ortForward(e.ort, plain, input));
       const first = await policy.generate(prompts, genOpts);
       const genMs = await timed(o, () => policy.generate(prompts, genOpts));
-      rows.push({ engine: e.name, forward_ms: forwardMs, generate_tokens_per_s: produced / (genMs / 1000), max_rel_diff: maxRelDiff(logits, ours.logits), same_tokens: agreement(first.tokens, ours.tokens) });
+      rows.push({
+        engine: e.name,
+        forward_ms: forwardMs,
+        generate_tokens_per_s: produced / (genMs / 1000),
+        max_rel_diff: maxRelDiff(logits, ours.logits),
+        same_tokens: agreement(first.tokens, ours.tokens),
+      });
     } finally {
       policy.dispose(); // releases the KV session
       await plain.release();
@@ -144,8 +186,18 @@ export async function benchOnnxRace(rt: GpuRuntime, engines: RaceEngine[], o: On
     forward: { B, T },
     generate: { B: g.B, prompt_len: g.promptLen, new_tokens: g.newTokens },
     reps: o.reps,
-    rows: rows.map((r) => ({ ...r, forward_ms: r3(r.forward_ms), generate_tokens_per_s: r3(r.generate_tokens_per_s), max_rel_diff: Number(r.max_rel_diff.toExponential(2)), same_tokens: r3(r.same_tokens) })),
-    ratios: rows.slice(1).map((r) => ({ engine: r.engine, forward: r3(r.forward_ms / ours.row.forward_ms), generate: r3(ours.row.generate_tokens_per_s / r.generate_tokens_per_s) })),
+    rows: rows.map((r) => ({
+      ...r,
+      forward_ms: r3(r.forward_ms),
+      generate_tokens_per_s: r3(r.generate_tokens_per_s),
+      max_rel_diff: Number(r.max_rel_diff.toExponential(2)),
+      same_tokens: r3(r.same_tokens),
+    })),
+    ratios: rows.slice(1).map((r) => ({
+      engine: r.engine,
+      forward: r3(r.forward_ms / ours.row.forward_ms),
+      generate: r3(ours.row.generate_tokens_per_s / r.generate_tokens_per_s),
+    })),
     goal: RACE_GOAL,
   };
 }
@@ -153,11 +205,19 @@ export async function benchOnnxRace(rt: GpuRuntime, engines: RaceEngine[], o: On
 /** One forward of the plain export: logits (B, T, V) on the CPU. */
 async function ortForward(ort: Ort, s: OrtSession, x: ForwardInput): Promise<Float32Array> {
   const { B, T } = x;
-  const out = await runSession(s, {
-    input_ids: int64Tensor(ort, x.tokens, [B, T]),
-    attention_mask: int64Tensor(ort, new Array<number>(B * T).fill(1), [B, T]),
-    position_ids: int64Tensor(ort, Array.from({ length: B * T }, (_, i) => i % T), [B, T]),
-  }, 'race model');
+  const out = await runSession(
+    s,
+    {
+      input_ids: int64Tensor(ort, x.tokens, [B, T]),
+      attention_mask: int64Tensor(ort, new Array<number>(B * T).fill(1), [B, T]),
+      position_ids: int64Tensor(
+        ort,
+        Array.from({ length: B * T }, (_, i) => i % T),
+        [B, T],
+      ),
+    },
+    'race model',
+  );
   return floats(out.logits, 'race model: logits');
 }
 
@@ -201,7 +261,13 @@ export function formatOnnxRace(r: OnnxRaceResult, adapter?: string): string {
     ...(adapter ? [`adapter: ${adapter}`] : []),
     `ONNX race, ${r.preset} (L=${c.nLayer} C=${c.dModel} NH=${c.nHead} V=${c.vocabSize}); forward B=${r.forward.B} T=${r.forward.T}; greedy generation B=${r.generate.B}, prompt ${r.generate.prompt_len}, ${r.generate.new_tokens} new tokens; medians of ${r.reps} warm runs`,
     `${'engine'.padEnd(14)}${pad('forward ms', 12)}${pad('gen tok/s', 12)}${pad('max rel diff', 14)}${pad('same tokens', 13)}`,
-    ...r.rows.map((x) => `${x.engine.padEnd(14)}${pad(x.forward_ms, 12)}${pad(x.generate_tokens_per_s, 12)}${pad(x.max_rel_diff ? x.max_rel_diff.toExponential(2) : 0, 14)}${pad(x.same_tokens, 13)}`),
-    ...r.ratios.map((x) => `ours / ${x.engine}: forward ${x.forward.toFixed(2)}x, generation ${x.generate.toFixed(2)}x (goal ${r.goal}x: ${Math.min(x.forward, x.generate) >= r.goal ? 'met' : 'not met'})`),
+    ...r.rows.map(
+      (x) =>
+        `${x.engine.padEnd(14)}${pad(x.forward_ms, 12)}${pad(x.generate_tokens_per_s, 12)}${pad(x.max_rel_diff ? x.max_rel_diff.toExponential(2) : 0, 14)}${pad(x.same_tokens, 13)}`,
+    ),
+    ...r.ratios.map(
+      (x) =>
+        `ours / ${x.engine}: forward ${x.forward.toFixed(2)}x, generation ${x.generate.toFixed(2)}x (goal ${r.goal}x: ${Math.min(x.forward, x.generate) >= r.goal ? 'met' : 'not met'})`,
+    ),
   ].join('\n');
 }

@@ -36,7 +36,9 @@ export function loadTfjs(gpu: GPU): Promise<Tf> {
     try {
       await import('@tensorflow/tfjs-core/dist/register_all_gradients.js');
     } catch (e) {
-      throw new Error(`TF.js gradients did not load (in Node, call installTfjsNodeResolver() first): ${(e as Error).message}`);
+      throw new Error(`TF.js gradients did not load (in Node, call installTfjsNodeResolver() first): ${(e as Error).message}`, {
+        cause: e,
+      });
     }
     await import('@tensorflow/tfjs-backend-webgpu');
     if (!(await tf.setBackend('webgpu'))) throw new Error('TF.js could not start its webgpu backend');
@@ -78,7 +80,14 @@ export class TfjsMatmul {
   private readonly a: Tensor2D;
   private readonly b: Tensor2D;
 
-  constructor(private readonly tf: Tf, a: Float32Array, b: Float32Array, M: number, K: number, N: number) {
+  constructor(
+    private readonly tf: Tf,
+    a: Float32Array,
+    b: Float32Array,
+    M: number,
+    K: number,
+    N: number,
+  ) {
     this.a = tf.tensor2d(a, [M, K]);
     this.b = tf.tensor2d(b, [N, K]);
   }
@@ -109,7 +118,11 @@ export class TfjsGpt {
   private readonly vars: Map<string, import('@tensorflow/tfjs-core').Variable> = new Map();
   private readonly opt: import('@tensorflow/tfjs-core').Optimizer;
 
-  constructor(private readonly tf: Tf, private readonly cfg: ModelConfig, lr = 3e-4) {
+  constructor(
+    private readonly tf: Tf,
+    private readonly cfg: ModelConfig,
+    lr = 3e-4,
+  ) {
     const { nLayer: L, dModel: C, contextLength: maxT, vocabSize: V } = cfg;
     const v = (name: string, shape: number[], init: 'normal' | 'zeros' | 'ones') => {
       const t = init === 'normal' ? tf.randomNormal(shape, 0, 0.02) : init === 'zeros' ? tf.zeros(shape) : tf.ones(shape);
@@ -119,14 +132,21 @@ export class TfjsGpt {
     v('wte', [V, C], 'normal');
     v('wpe', [maxT, C], 'normal');
     for (let l = 0; l < L; l++) {
-      v(`h${l}.ln1w`, [C], 'ones'); v(`h${l}.ln1b`, [C], 'zeros');
-      v(`h${l}.qkvw`, [3 * C, C], 'normal'); v(`h${l}.qkvb`, [3 * C], 'zeros');
-      v(`h${l}.attprojw`, [C, C], 'normal'); v(`h${l}.attprojb`, [C], 'zeros');
-      v(`h${l}.ln2w`, [C], 'ones'); v(`h${l}.ln2b`, [C], 'zeros');
-      v(`h${l}.fcw`, [4 * C, C], 'normal'); v(`h${l}.fcb`, [4 * C], 'zeros');
-      v(`h${l}.fcprojw`, [C, 4 * C], 'normal'); v(`h${l}.fcprojb`, [C], 'zeros');
+      v(`h${l}.ln1w`, [C], 'ones');
+      v(`h${l}.ln1b`, [C], 'zeros');
+      v(`h${l}.qkvw`, [3 * C, C], 'normal');
+      v(`h${l}.qkvb`, [3 * C], 'zeros');
+      v(`h${l}.attprojw`, [C, C], 'normal');
+      v(`h${l}.attprojb`, [C], 'zeros');
+      v(`h${l}.ln2w`, [C], 'ones');
+      v(`h${l}.ln2b`, [C], 'zeros');
+      v(`h${l}.fcw`, [4 * C, C], 'normal');
+      v(`h${l}.fcb`, [4 * C], 'zeros');
+      v(`h${l}.fcprojw`, [C, 4 * C], 'normal');
+      v(`h${l}.fcprojb`, [C], 'zeros');
     }
-    v('lnfw', [C], 'ones'); v('lnfb', [C], 'zeros');
+    v('lnfw', [C], 'ones');
+    v('lnfb', [C], 'zeros');
     // AdamW's decoupled decay is not in TF.js core; Adam has the same per-step cost.
     this.opt = tf.train.adam(lr, 0.9, 0.95, 1e-8);
   }

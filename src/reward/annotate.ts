@@ -43,7 +43,8 @@ export function annotateRecords(
 export function rewardSummary(records: readonly ScoreRecord[]): { mean: number; components: Record<string, number> } {
   const withReward = records.filter((r) => r.reward);
   const components: Record<string, number> = {};
-  for (const r of withReward) for (const c of r.reward!.components) components[c.name] = (components[c.name] ?? 0) + c.contribution / withReward.length;
+  for (const r of withReward)
+    for (const c of r.reward!.components) components[c.name] = (components[c.name] ?? 0) + c.contribution / withReward.length;
   const mean = withReward.reduce((a, r) => a + r.reward!.total, 0) / Math.max(1, withReward.length);
   return { mean, components };
 }

@@ -23,7 +23,10 @@ describe('computeReward', () => {
     const r = computeReward(clean, { verdict: 'passed', tests_passed: 3, tests_total: 3 }, analyzer.analyze(clean, { prompt }));
     expect(r.components.map((c) => c.name)).toEqual(['test_pass', 'all_pass', 'ast_valid', 'lint', 'complexity', 'length']);
     for (const c of r.components) expect(c.contribution).toBeCloseTo(c.raw === null ? 0 : c.sign * c.weight * c.raw, 12);
-    expect(r.total).toBeCloseTo(r.components.reduce((a, c) => a + c.contribution, 0), 12);
+    expect(r.total).toBeCloseTo(
+      r.components.reduce((a, c) => a + c.contribution, 0),
+      12,
+    );
     expect(r.total).toBeCloseTo(DEFAULT_REWARD.testPass + DEFAULT_REWARD.allPass + DEFAULT_REWARD.astValid, 12);
   });
 
@@ -65,12 +68,18 @@ describe('coderl score adds analysis and the reward to every record', () => {
     writeFileSync(completions, [clean, sloppy, clean, broken].map((c) => JSON.stringify({ task_id: 't/even', completion: c })).join('\n'));
     const out = join(dir, 'r.jsonl');
     const err: string[] = [];
-    const code = await main(['score', '--suite', suite, '--completions', completions, '--out', out, '--workers', '1', '--reward', '{"lint": 0.05}'], {
-      out: (t) => void err.push(t),
-      err: (t) => void err.push(t),
-    });
+    const code = await main(
+      ['score', '--suite', suite, '--completions', completions, '--out', out, '--workers', '1', '--reward', '{"lint": 0.05}'],
+      {
+        out: (t) => void err.push(t),
+        err: (t) => void err.push(t),
+      },
+    );
     expect(code).toBe(0);
-    const recs = readFileSync(out, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as ScoreRecord);
+    const recs = readFileSync(out, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as ScoreRecord);
     expect(recs.map((r) => r.passed)).toEqual([true, true, true, false]);
     expect(recs[0]!.reward!.total).toBeGreaterThan(recs[1]!.reward!.total);
     expect(recs[1]!.lint!.map((f) => f.ruleId)).toEqual(expect.arrayContaining(['eqeqeq', 'no-unused-vars']));

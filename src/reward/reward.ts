@@ -46,10 +46,14 @@ export class RewardConfigError extends Error {
 export function validateRewardConfig(input: unknown, where = 'reward'): RewardConfig {
   if (typeof input !== 'object' || input === null || Array.isArray(input)) throw new RewardConfigError(`${where}: expected an object`);
   const unknown = Object.keys(input).filter((k) => !(k in DEFAULT_REWARD));
-  if (unknown.length) throw new RewardConfigError(`${where}: unknown field ${unknown.map((k) => `"${k}"`).join(', ')} (fields: ${Object.keys(DEFAULT_REWARD).join(', ')})`);
+  if (unknown.length)
+    throw new RewardConfigError(
+      `${where}: unknown field ${unknown.map((k) => `"${k}"`).join(', ')} (fields: ${Object.keys(DEFAULT_REWARD).join(', ')})`,
+    );
   const cfg = { ...DEFAULT_REWARD, ...(input as Partial<RewardConfig>) };
   for (const [k, v] of Object.entries(cfg)) {
-    if (typeof v !== 'number' || !Number.isFinite(v) || v < 0) throw new RewardConfigError(`${where}.${k}: must be a finite number >= 0, got ${JSON.stringify(v)}`);
+    if (typeof v !== 'number' || !Number.isFinite(v) || v < 0)
+      throw new RewardConfigError(`${where}.${k}: must be a finite number >= 0, got ${JSON.stringify(v)}`);
   }
   for (const k of ['lintCap', 'lengthFree'] as const) {
     if (cfg[k] <= 0) throw new RewardConfigError(`${where}.${k}: must be > 0, got ${cfg[k]}`);
@@ -88,22 +92,51 @@ export function countTokens(code: string): number {
 const SEVERITY_WEIGHT = { error: 1, warning: 0.5, info: 0.1 } as const;
 
 /** The breakdown for one completion; `analysis` is null where static analysis does not apply (Python). */
-export function computeReward(completion: string, exec: ExecutionOutcome, analysis: AnalysisResult | null, cfg: RewardConfig = DEFAULT_REWARD): RewardBreakdown {
+export function computeReward(
+  completion: string,
+  exec: ExecutionOutcome,
+  analysis: AnalysisResult | null,
+  cfg: RewardConfig = DEFAULT_REWARD,
+): RewardBreakdown {
   const parts: RewardComponent[] = [];
   const add = (name: RewardComponent['name'], sign: 1 | -1, weight: number, raw: number | null, detail: string): void => {
     parts.push({ name, raw, weight, sign, contribution: raw === null ? 0 : sign * weight * raw, detail });
   };
   const frac = exec.tests_total > 0 ? exec.tests_passed / exec.tests_total : 0;
   add('test_pass', 1, cfg.testPass, frac, `${exec.tests_passed}/${exec.tests_total} tests passed (verdict ${exec.verdict})`);
-  add('all_pass', 1, cfg.allPass, exec.verdict === 'passed' ? 1 : 0, exec.verdict === 'passed' ? 'every test passed' : `verdict ${exec.verdict}`);
+  add(
+    'all_pass',
+    1,
+    cfg.allPass,
+    exec.verdict === 'passed' ? 1 : 0,
+    exec.verdict === 'passed' ? 'every test passed' : `verdict ${exec.verdict}`,
+  );
   if (analysis) {
-    add('ast_valid', 1, cfg.astValid, analysis.ast.valid ? 1 : 0, analysis.ast.valid ? 'no syntax errors' : `${analysis.ast.errors.length} syntax error(s): ${analysis.ast.errors[0]!.message}`);
+    add(
+      'ast_valid',
+      1,
+      cfg.astValid,
+      analysis.ast.valid ? 1 : 0,
+      analysis.ast.valid ? 'no syntax errors' : `${analysis.ast.errors.length} syntax error(s): ${analysis.ast.errors[0]!.message}`,
+    );
     let weighted = 0;
     for (const f of analysis.lint) weighted += SEVERITY_WEIGHT[f.severity];
     const c = analysis.counts;
-    add('lint', -1, cfg.lint, Math.min(cfg.lintCap, weighted), `${analysis.lint.length} finding(s) in the completion (weighted ${weighted}, cap ${cfg.lintCap}); all diagnostics: ${c.error} error, ${c.warning} warning, ${c.info} info`);
+    add(
+      'lint',
+      -1,
+      cfg.lint,
+      Math.min(cfg.lintCap, weighted),
+      `${analysis.lint.length} finding(s) in the completion (weighted ${weighted}, cap ${cfg.lintCap}); all diagnostics: ${c.error} error, ${c.warning} warning, ${c.info} info`,
+    );
     const over = Math.max(0, analysis.metrics.maxCyclomatic - cfg.complexityFree);
-    add('complexity', -1, cfg.complexity, over, `max cyclomatic complexity ${analysis.metrics.maxCyclomatic} (free up to ${cfg.complexityFree})`);
+    add(
+      'complexity',
+      -1,
+      cfg.complexity,
+      over,
+      `max cyclomatic complexity ${analysis.metrics.maxCyclomatic} (free up to ${cfg.complexityFree})`,
+    );
   } else {
     add('ast_valid', 1, cfg.astValid, null, 'not measured for this language');
     add('lint', -1, cfg.lint, null, 'not measured for this language');

@@ -22,13 +22,16 @@ export function checkAlarms(history: readonly Metrics[]): string[] {
     const mean = (ms: readonly Metrics[]) => ms.reduce((a, m) => a + num(m, 'env/reward_mean'), 0) / ms.length;
     const heldDrop = num(prev, 'eval/heldout_pass@1') - num(cur, 'eval/heldout_pass@1');
     if (heldDrop > 0.02 && mean(since) > mean(before)) {
-      out.push(`overfitting: train reward rose (${mean(before).toFixed(3)} -> ${mean(since).toFixed(3)}) while held-out pass@1 fell by ${(heldDrop * 100).toFixed(1)} points`);
+      out.push(
+        `overfitting: train reward rose (${mean(before).toFixed(3)} -> ${mean(since).toFixed(3)}) while held-out pass@1 fell by ${(heldDrop * 100).toFixed(1)} points`,
+      );
     }
   }
   if (history.length >= 3) {
     const k0 = num(history[history.length - 3]!, 'objective/kl');
     const k2 = num(cur, 'objective/kl');
-    if (k2 > 0.5 && k2 > 2 * Math.max(k0, 1e-9)) out.push(`KL accelerating: ${k0.toFixed(3)} -> ${k2.toFixed(3)} nats per sequence in two iterations`);
+    if (k2 > 0.5 && k2 > 2 * Math.max(k0, 1e-9))
+      out.push(`KL accelerating: ${k0.toFixed(3)} -> ${k2.toFixed(3)} nats per sequence in two iterations`);
   }
   const h0 = num(history[0]!, 'policy/entropy');
   const h = num(cur, 'policy/entropy');

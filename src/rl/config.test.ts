@@ -6,7 +6,7 @@ describe('RL config', () => {
   test('every preset validates', () => {
     for (const name of Object.keys(RL_PRESETS)) expect(resolveConfig(name).preset).toBe(name);
   });
-  test('composer2-scaled keeps the seed report\'s clip and entropy and states its scalings', () => {
+  test("composer2-scaled keeps the seed report's clip and entropy and states its scalings", () => {
     const c = resolveConfig('composer2-scaled');
     expect(c.rl.clip).toBe(0.2);
     expect(c.rl.entCoef).toBe(0.01);

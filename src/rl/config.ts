@@ -134,7 +134,16 @@ export class RlConfigError extends Error {
 }
 
 /** The reward model every preset trains; its weight in the reward is the preset's choice. */
-const REWARD_MODEL: RewardModelConfig = { enabled: true, samplesPerTask: 2, objective: 'bt', steps: 24, batch: 16, lr: 1e-3, heldoutShare: 0.2, weight: 0.1 };
+const REWARD_MODEL: RewardModelConfig = {
+  enabled: true,
+  samplesPerTask: 2,
+  objective: 'bt',
+  steps: 24,
+  batch: 16,
+  lr: 1e-3,
+  heldoutShare: 0.2,
+  weight: 0.1,
+};
 
 /**
  * PPO with a critic (GAE, whitened advantages, clipped value loss) and a fixed per-token KL
@@ -180,7 +189,17 @@ const TINY: RlConfig = {
   tasks: { families: [...FAMILIES], heldoutShare: 0.25, rlShare: 0.25, valShare: 0.1, splitBy: 'concept', noise: 0, noiseBugs: 'any' },
   sft: { lr: 3e-3, batch: 16, maxSteps: 500, evalEvery: 25, patience: 5, weightDecay: 0.01 },
   rm: { ...REWARD_MODEL, weight: 0 },
-  rl: { ...PPO, algo: 'grpo', groupStd: false, kl: { ...PPO.kl, coef: 0 }, iterations: 50, promptsPerIteration: 16, samplesPerPrompt: 8, lr: 3e-4, evalEvery: 50 },
+  rl: {
+    ...PPO,
+    algo: 'grpo',
+    groupStd: false,
+    kl: { ...PPO.kl, coef: 0 },
+    iterations: 50,
+    promptsPerIteration: 16,
+    samplesPerPrompt: 8,
+    lr: 3e-4,
+    evalEvery: 50,
+  },
   explore: { syntax: false, api: 'off', apiStrength: 2, repair: false },
   reward: { ...DEFAULT_REWARD },
   eval: { samples: 4, temperature: 1, k: [1, 2, 4], maxNewTokens: 24 },
@@ -202,7 +221,17 @@ const COMPOSER2_SCALED: RlConfig = {
   model: { nLayer: 4, dModel: 128, nHead: 4, contextLength: 256, vocabSize: 1024 },
   sft: { ...TINY.sft, lr: 1e-3, batch: 32, maxSteps: 1500 },
   rm: { ...REWARD_MODEL, samplesPerTask: 4, steps: 200 },
-  rl: { ...PPO, iterations: 100, promptsPerIteration: 16, samplesPerPrompt: 4, maxNewTokens: 128, lr: 5e-5, clip: 0.2, entCoef: 0.01, kl: { ...PPO.kl, adaptive: true } },
+  rl: {
+    ...PPO,
+    iterations: 100,
+    promptsPerIteration: 16,
+    samplesPerPrompt: 4,
+    maxNewTokens: 128,
+    lr: 5e-5,
+    clip: 0.2,
+    entCoef: 0.01,
+    kl: { ...PPO.kl, adaptive: true },
+  },
   eval: { ...TINY.eval, samples: 10, k: [1, 5, 10], maxNewTokens: 128 },
 };
 
@@ -225,13 +254,53 @@ const bool: Spec = { kind: 'bool' };
 const oneOf = (...values: string[]): Spec => ({ kind: 'enum', values });
 
 const SCHEMA = {
-  tasks: { heldoutShare: num(0.01, 0.9), rlShare: num(0.01, 0.9), valShare: num(0, 0.9), splitBy: oneOf('concept', 'task'), noise: num(0, 0.99), noiseBugs: oneOf('any', 'operator') },
-  sft: { lr: num(0, 1), batch: int(1, 4096), maxSteps: int(0, 1e7), evalEvery: int(1, 1e6), patience: int(1, 1000), weightDecay: num(0, 10) },
-  rm: { enabled: bool, samplesPerTask: int(2, 1000), objective: oneOf('bt', 'regression'), steps: int(0, 1e6), batch: int(1, 4096), lr: num(0, 1), heldoutShare: num(0.01, 0.9), weight: num(0, 100) },
+  tasks: {
+    heldoutShare: num(0.01, 0.9),
+    rlShare: num(0.01, 0.9),
+    valShare: num(0, 0.9),
+    splitBy: oneOf('concept', 'task'),
+    noise: num(0, 0.99),
+    noiseBugs: oneOf('any', 'operator'),
+  },
+  sft: {
+    lr: num(0, 1),
+    batch: int(1, 4096),
+    maxSteps: int(0, 1e7),
+    evalEvery: int(1, 1e6),
+    patience: int(1, 1000),
+    weightDecay: num(0, 10),
+  },
+  rm: {
+    enabled: bool,
+    samplesPerTask: int(2, 1000),
+    objective: oneOf('bt', 'regression'),
+    steps: int(0, 1e6),
+    batch: int(1, 4096),
+    lr: num(0, 1),
+    heldoutShare: num(0.01, 0.9),
+    weight: num(0, 100),
+  },
   rl: {
-    algo: oneOf('ppo', 'grpo'), iterations: int(0, 1e6), promptsPerIteration: int(1, 4096), samplesPerPrompt: int(1, 1024), temperature: num(0.01, 10), maxNewTokens: int(1, 4096),
-    epochs: int(1, 100), minibatch: int(1, 4096), lr: num(0, 1), clip: num(0.001, 0.999), vclip: num(0, 100), vfCoef: num(0, 100), entCoef: num(0, 10), gamma: num(0, 1), lambda: num(0, 1),
-    whiten: bool, groupStd: bool, targetKl: num(0, 100), gradClip: num(0, 1e6), evalEvery: int(1, 1e6),
+    algo: oneOf('ppo', 'grpo'),
+    iterations: int(0, 1e6),
+    promptsPerIteration: int(1, 4096),
+    samplesPerPrompt: int(1, 1024),
+    temperature: num(0.01, 10),
+    maxNewTokens: int(1, 4096),
+    epochs: int(1, 100),
+    minibatch: int(1, 4096),
+    lr: num(0, 1),
+    clip: num(0.001, 0.999),
+    vclip: num(0, 100),
+    vfCoef: num(0, 100),
+    entCoef: num(0, 10),
+    gamma: num(0, 1),
+    lambda: num(0, 1),
+    whiten: bool,
+    groupStd: bool,
+    targetKl: num(0, 100),
+    gradClip: num(0, 1e6),
+    evalEvery: int(1, 1e6),
   },
   kl: { coef: num(0, 100), adaptive: bool, target: num(0, 1e6), horizon: int(1, 1e9) },
   explore: { syntax: bool, api: oneOf('off', 'bias', 'mask'), apiStrength: num(0, 100), repair: bool },
@@ -241,7 +310,8 @@ const SCHEMA = {
 function checkSection(obj: unknown, spec: Record<string, Spec>, where: string, extra: readonly string[] = []): void {
   if (typeof obj !== 'object' || obj === null || Array.isArray(obj)) throw new RlConfigError(`${where}: expected an object`);
   for (const k of Object.keys(obj)) {
-    if (!(k in spec) && !extra.includes(k)) throw new RlConfigError(`${where}: unknown field "${k}" (fields: ${[...Object.keys(spec), ...extra].join(', ')})`);
+    if (!(k in spec) && !extra.includes(k))
+      throw new RlConfigError(`${where}: unknown field "${k}" (fields: ${[...Object.keys(spec), ...extra].join(', ')})`);
   }
   for (const [k, s] of Object.entries(spec)) {
     const v = (obj as Record<string, unknown>)[k];
@@ -249,10 +319,13 @@ function checkSection(obj: unknown, spec: Record<string, Spec>, where: string, e
     if (s.kind === 'bool') {
       if (typeof v !== 'boolean') throw new RlConfigError(`${at}: must be true or false, got ${JSON.stringify(v)}`);
     } else if (s.kind === 'enum') {
-      if (typeof v !== 'string' || !s.values.includes(v)) throw new RlConfigError(`${at}: must be one of ${s.values.join(', ')}, got ${JSON.stringify(v)}`);
+      if (typeof v !== 'string' || !s.values.includes(v))
+        throw new RlConfigError(`${at}: must be one of ${s.values.join(', ')}, got ${JSON.stringify(v)}`);
     } else {
       if (typeof v !== 'number' || !Number.isFinite(v) || (s.kind === 'int' && !Number.isInteger(v)) || v < s.min || v > s.max) {
-        throw new RlConfigError(`${at}: must be ${s.kind === 'int' ? 'an integer' : 'a number'} in [${s.min}, ${s.max}], got ${JSON.stringify(v)}`);
+        throw new RlConfigError(
+          `${at}: must be ${s.kind === 'int' ? 'an integer' : 'a number'} in [${s.min}, ${s.max}], got ${JSON.stringify(v)}`,
+        );
       }
     }
   }
@@ -261,18 +334,25 @@ function checkSection(obj: unknown, spec: Record<string, Spec>, where: string, e
 function checkReferenceRef(r: unknown): void {
   const at = 'config.rl.reference';
   if (!isObject(r)) throw new RlConfigError(`${at}: expected {name, sha256} (an ONNX model's reference), got ${JSON.stringify(r)}`);
-  for (const k of Object.keys(r)) if (!['name', 'sha256'].includes(k)) throw new RlConfigError(`${at}: unknown field "${k}" (fields: name, sha256)`);
-  if (typeof r.name !== 'string' || !r.name.trim() || r.name.length > 255) throw new RlConfigError(`${at}.name: must be the model file's name (1 to 255 characters), got ${JSON.stringify(r.name)}`);
-  if (typeof r.sha256 !== 'string' || !/^[0-9a-f]{64}$/.test(r.sha256)) throw new RlConfigError(`${at}.sha256: must be 64 lowercase hex digits, got ${JSON.stringify(r.sha256)}`);
+  for (const k of Object.keys(r))
+    if (!['name', 'sha256'].includes(k)) throw new RlConfigError(`${at}: unknown field "${k}" (fields: name, sha256)`);
+  if (typeof r.name !== 'string' || !r.name.trim() || r.name.length > 255)
+    throw new RlConfigError(`${at}.name: must be the model file's name (1 to 255 characters), got ${JSON.stringify(r.name)}`);
+  if (typeof r.sha256 !== 'string' || !/^[0-9a-f]{64}$/.test(r.sha256))
+    throw new RlConfigError(`${at}.sha256: must be 64 lowercase hex digits, got ${JSON.stringify(r.sha256)}`);
 }
 
 function checkSuiteRef(s: unknown): void {
   const at = 'config.tasks.suite';
   if (!isObject(s)) throw new RlConfigError(`${at}: expected {name, sha256, tasks} (a suite file's reference), got ${JSON.stringify(s)}`);
-  for (const k of Object.keys(s)) if (!['name', 'sha256', 'tasks'].includes(k)) throw new RlConfigError(`${at}: unknown field "${k}" (fields: name, sha256, tasks)`);
-  if (typeof s.name !== 'string' || !s.name.trim() || s.name.length > 255) throw new RlConfigError(`${at}.name: must be the file's name (1 to 255 characters), got ${JSON.stringify(s.name)}`);
-  if (typeof s.sha256 !== 'string' || !/^[0-9a-f]{64}$/.test(s.sha256)) throw new RlConfigError(`${at}.sha256: must be 64 lowercase hex digits, got ${JSON.stringify(s.sha256)}`);
-  if (typeof s.tasks !== 'number' || !Number.isInteger(s.tasks) || s.tasks < 3) throw new RlConfigError(`${at}.tasks: must be an integer >= 3, got ${JSON.stringify(s.tasks)}`);
+  for (const k of Object.keys(s))
+    if (!['name', 'sha256', 'tasks'].includes(k)) throw new RlConfigError(`${at}: unknown field "${k}" (fields: name, sha256, tasks)`);
+  if (typeof s.name !== 'string' || !s.name.trim() || s.name.length > 255)
+    throw new RlConfigError(`${at}.name: must be the file's name (1 to 255 characters), got ${JSON.stringify(s.name)}`);
+  if (typeof s.sha256 !== 'string' || !/^[0-9a-f]{64}$/.test(s.sha256))
+    throw new RlConfigError(`${at}.sha256: must be 64 lowercase hex digits, got ${JSON.stringify(s.sha256)}`);
+  if (typeof s.tasks !== 'number' || !Number.isInteger(s.tasks) || s.tasks < 3)
+    throw new RlConfigError(`${at}.tasks: must be an integer >= 3, got ${JSON.stringify(s.tasks)}`);
 }
 
 function isObject(v: unknown): v is Record<string, unknown> {
@@ -297,7 +377,8 @@ export function resolveConfig(preset: string, overrides: unknown = {}): RlConfig
 export function validateRlConfig(input: unknown): RlConfig {
   if (!isObject(input)) throw new RlConfigError('config: expected an object');
   const known = ['preset', 'model', 'tasks', 'sft', 'rm', 'rl', 'explore', 'reward', 'eval'];
-  for (const k of Object.keys(input)) if (!known.includes(k)) throw new RlConfigError(`config: unknown field "${k}" (fields: ${known.join(', ')})`);
+  for (const k of Object.keys(input))
+    if (!known.includes(k)) throw new RlConfigError(`config: unknown field "${k}" (fields: ${known.join(', ')})`);
   const c = input as unknown as RlConfig;
   if (typeof c.preset !== 'string') throw new RlConfigError('config.preset: must be a string');
   try {
@@ -308,7 +389,9 @@ export function validateRlConfig(input: unknown): RlConfig {
   checkSection(c.tasks, SCHEMA.tasks, 'config.tasks', ['families', 'suite']);
   if (c.tasks.suite !== undefined) checkSuiteRef(c.tasks.suite);
   if (!Array.isArray(c.tasks.families) || !c.tasks.families.length || c.tasks.families.some((f) => !FAMILIES.includes(f))) {
-    throw new RlConfigError(`config.tasks.families: must be a non-empty list of ${FAMILIES.join(', ')}, got ${JSON.stringify(c.tasks.families)}`);
+    throw new RlConfigError(
+      `config.tasks.families: must be a non-empty list of ${FAMILIES.join(', ')}, got ${JSON.stringify(c.tasks.families)}`,
+    );
   }
   checkSection(c.sft, SCHEMA.sft, 'config.sft');
   checkSection(c.rm, SCHEMA.rm, 'config.rm');
@@ -318,9 +401,12 @@ export function validateRlConfig(input: unknown): RlConfig {
   checkSection(c.explore, SCHEMA.explore, 'config.explore');
   checkSection(c.eval, SCHEMA.eval, 'config.eval', ['k']);
   if (!Array.isArray(c.eval.k) || !c.eval.k.length || c.eval.k.some((k) => !Number.isInteger(k) || k < 1 || k > c.eval.samples)) {
-    throw new RlConfigError(`config.eval.k: must be a non-empty list of integers in 1..eval.samples (${c.eval.samples}), got ${JSON.stringify(c.eval.k)}`);
+    throw new RlConfigError(
+      `config.eval.k: must be a non-empty list of integers in 1..eval.samples (${c.eval.samples}), got ${JSON.stringify(c.eval.k)}`,
+    );
   }
-  if (c.rl.algo === 'grpo' && c.rl.samplesPerPrompt < 2) throw new RlConfigError(`config.rl.samplesPerPrompt: GRPO needs groups of at least 2, got ${c.rl.samplesPerPrompt}`);
+  if (c.rl.algo === 'grpo' && c.rl.samplesPerPrompt < 2)
+    throw new RlConfigError(`config.rl.samplesPerPrompt: GRPO needs groups of at least 2, got ${c.rl.samplesPerPrompt}`);
   try {
     c.reward = validateRewardConfig(c.reward, 'config.reward');
   } catch (e) {

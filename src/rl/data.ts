@@ -34,7 +34,8 @@ export function completionBatch(seqs: readonly Sequence[], padId: number, maxT: 
   if (!seqs.length) throw new Error('completionBatch: no sequences');
   const T = Math.max(...seqs.map((s) => s.ids.length - 1));
   seqs.forEach((s, b) => {
-    if (s.ids.length - 1 > maxT) throw new Error(`completionBatch: sequence ${b} has ${s.ids.length} tokens; the model's context is ${maxT} (+1 for the last target)`);
+    if (s.ids.length - 1 > maxT)
+      throw new Error(`completionBatch: sequence ${b} has ${s.ids.length} tokens; the model's context is ${maxT} (+1 for the last target)`);
     if (s.promptLength < 1 || s.promptLength >= s.ids.length) throw new Error(`completionBatch: sequence ${b} has no completion tokens`);
   });
   const B = seqs.length;
@@ -63,7 +64,10 @@ export const CPU_MICRO = 4;
  */
 export function stepGroups<T>(items: readonly T[], length: (x: T) => number, backend: Pick<PolicyBackend, 'kind'>): T[][] {
   if (backend.kind !== 'cpu') return [[...items]];
-  return chunks([...items].sort((a, b) => length(a) - length(b)), CPU_MICRO);
+  return chunks(
+    [...items].sort((a, b) => length(a) - length(b)),
+    CPU_MICRO,
+  );
 }
 
 /** Splits `xs` into chunks of at most `size`. */

@@ -71,7 +71,11 @@ export async function scoreActions(
 
 /** Packs episodes into one RlBatch (right-padded; the mask selects the actions). */
 export function packEpisodes(eps: readonly Episode[], padId: number, maxT: number): RlBatch {
-  const base = completionBatch(eps.map((e) => e.seq), padId, maxT);
+  const base = completionBatch(
+    eps.map((e) => e.seq),
+    padId,
+    maxT,
+  );
   const { B, T } = base;
   const z = () => new Float32Array(B * T);
   const b: RlBatch = { ...base, oldLogp: z(), oldValues: z(), advantages: z(), returns: z(), refLogp: z() };

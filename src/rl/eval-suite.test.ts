@@ -32,10 +32,33 @@ import { evaluate } from './evaluate';
  * the token holds a newline; `never` leaves a function open; `long` cannot fit a 48-token context.
  */
 const SUITE = [
-  { task_id: 'x/always', language: 'javascript', prompt: 'function f(x) {\n  return x + 1;\n}\n// ', entry_point: 'f', tests: 'console.assert(f(1) === 2);\nconsole.assert(f(2) === 3);\n', meta: { family: 'a' } },
-  { task_id: 'x/never', language: 'javascript', prompt: 'function g(x) {\n  return (', entry_point: 'g', tests: 'console.assert(g(1) === 1);\n', meta: { family: 'b' } },
-  { task_id: 'x/long', language: 'javascript', prompt: `// ${'sum the numbers of the list and return the total '.repeat(8)}\nfunction h(x) {\n`, entry_point: 'h', tests: 'console.assert(h([1]) === 1);\n', meta: { family: 'a' } },
-].map((t) => JSON.stringify(t)).join('\n');
+  {
+    task_id: 'x/always',
+    language: 'javascript',
+    prompt: 'function f(x) {\n  return x + 1;\n}\n// ',
+    entry_point: 'f',
+    tests: 'console.assert(f(1) === 2);\nconsole.assert(f(2) === 3);\n',
+    meta: { family: 'a' },
+  },
+  {
+    task_id: 'x/never',
+    language: 'javascript',
+    prompt: 'function g(x) {\n  return (',
+    entry_point: 'g',
+    tests: 'console.assert(g(1) === 1);\n',
+    meta: { family: 'b' },
+  },
+  {
+    task_id: 'x/long',
+    language: 'javascript',
+    prompt: `// ${'sum the numbers of the list and return the total '.repeat(8)}\nfunction h(x) {\n`,
+    entry_point: 'h',
+    tests: 'console.assert(h([1]) === 1);\n',
+    meta: { family: 'a' },
+  },
+]
+  .map((t) => JSON.stringify(t))
+  .join('\n');
 
 const SETTINGS: EvalSettings = { samples: 4, k: [1, 2, 4], temperature: 1, maxNewTokens: 1, seed: 5 };
 
@@ -65,7 +88,7 @@ afterAll(() => {
 const tasks = () => parseSuite(SUITE, 'suite.jsonl').items;
 
 describe('evalSuite', () => {
-  test('gives evaluate()\'s numbers, reports a prompt that does not fit per task, and its rows recompute pass@k', async () => {
+  test("gives evaluate()'s numbers, reports a prompt that does not fit per task, and its rows recompute pass@k", async () => {
     const plan = planEval(tok, config.contextLength, tasks(), 100);
     expect(plan.unfit.map((u) => u.task.task_id)).toEqual(['x/long']);
     expect(plan.unfit[0]!.promptTokens).toBeGreaterThanOrEqual(config.contextLength);
@@ -73,13 +96,25 @@ describe('evalSuite', () => {
 
     const seen: EvalProgress[] = [];
     const r = await evalSuite(policy(), tok, tasks(), SETTINGS, { pool, analyzer }, { onProgress: (p) => seen.push({ ...p }) });
-    const ref = await evaluate(policy(), tok, plan.fit, { samples: 4, temperature: 1, k: [1, 2, 4], maxNewTokens: 1 }, { pool, analyzer }, DEFAULT_REWARD, 5);
+    const ref = await evaluate(
+      policy(),
+      tok,
+      plan.fit,
+      { samples: 4, temperature: 1, k: [1, 2, 4], maxNewTokens: 1 },
+      { pool, analyzer },
+      DEFAULT_REWARD,
+      5,
+    );
     expect(r.passAtK).toEqual(ref.passAtK);
     expect(r.byFamily).toEqual(ref.byFamily);
     expect(r.rollouts.map((s) => s.completion)).toEqual(ref.rollouts.map((s) => s.completion));
     expect(r.tasks).toBe(2);
 
-    expect(r.rows.map((x) => [x.task_id, x.family, x.total, x.unfit])).toEqual([['x/always', 'a', 4, false], ['x/never', 'b', 4, false], ['x/long', 'a', 0, true]]);
+    expect(r.rows.map((x) => [x.task_id, x.family, x.total, x.unfit])).toEqual([
+      ['x/always', 'a', 4, false],
+      ['x/never', 'b', 4, false],
+      ['x/long', 'a', 0, true],
+    ]);
     const [always, never, long] = r.rows;
     console.log(`rows: ${JSON.stringify(r.rows)}; ${JSON.stringify(r.passAtK)}`);
     expect(always!.passed).toBeGreaterThan(0); // the comment swallows most one-token completions
@@ -104,7 +139,9 @@ describe('evalSuite', () => {
   test('limit keeps the first tasks; no fitting prompt is an error naming the context', async () => {
     const r = await evalSuite(policy(), tok, tasks(), { ...SETTINGS, samples: 1, k: [1], limit: 1 }, { pool, analyzer });
     expect(r.rows.map((x) => x.task_id)).toEqual(['x/always']);
-    await expect(evalSuite(policy(), tok, tasks().slice(2), SETTINGS, { pool, analyzer })).rejects.toThrow(/no task's prompt fits the model's context of 48 tokens \(the shortest has \d+\)/);
+    await expect(evalSuite(policy(), tok, tasks().slice(2), SETTINGS, { pool, analyzer })).rejects.toThrow(
+      /no task's prompt fits the model's context of 48 tokens \(the shortest has \d+\)/,
+    );
   }, 60_000);
 
   test('coderl eval prints the same numbers, and the unfit task on stderr', async () => {
@@ -113,24 +150,55 @@ describe('evalSuite', () => {
     writeFileSync(join(dir, 'model.ckpt'), saveModel({ config, tokenizer: tok.toJSON(), params }));
     const out: string[] = [];
     const err: string[] = [];
-    const io = { out: (t: string) => void out.push(...t.trimEnd().split('\n')), err: (t: string) => void err.push(...t.trimEnd().split('\n')) };
-    const argv = ['eval', '--suite', join(dir, 'suite.jsonl'), '--checkpoint', join(dir, 'model.ckpt'), '--k', '1,2,4', '--samples', '4', '--max-new-tokens', '1', '--seed', '5', '--workers', '1'];
+    const io = {
+      out: (t: string) => void out.push(...t.trimEnd().split('\n')),
+      err: (t: string) => void err.push(...t.trimEnd().split('\n')),
+    };
+    const argv = [
+      'eval',
+      '--suite',
+      join(dir, 'suite.jsonl'),
+      '--checkpoint',
+      join(dir, 'model.ckpt'),
+      '--k',
+      '1,2,4',
+      '--samples',
+      '4',
+      '--max-new-tokens',
+      '1',
+      '--seed',
+      '5',
+      '--workers',
+      '1',
+    ];
     expect(await main(argv, io)).toBe(0);
     const r = await evalSuite(policy(), tok, tasks(), SETTINGS, { pool, analyzer });
     for (const [k, v] of Object.entries(r.passAtK)) expect(out).toContain(`${k}: ${v.toFixed(4)}`);
     expect(out).toContain(`  a: pass@1 ${r.byFamily.a!.toFixed(4)}`);
     expect(out[0]).toMatch(/\(2 tasks\), 4 samples per task/);
-    expect(err).toEqual([expect.stringMatching(/^coderl eval: task x\/long: prompt of \d+ tokens does not fit the model's context of 48; it is left out of pass@k$/)]);
+    expect(err).toEqual([
+      expect.stringMatching(
+        /^coderl eval: task x\/long: prompt of \d+ tokens does not fit the model's context of 48; it is left out of pass@k$/,
+      ),
+    ]);
   }, 120_000);
 
-  test('settingsProblems applies coderl eval\'s rules field by field', () => {
+  test("settingsProblems applies coderl eval's rules field by field", () => {
     expect(settingsProblems(SETTINGS)).toEqual({});
-    expect(settingsProblems({ ...SETTINGS, k: [1, 5], samples: 2 })).toEqual({ k: 'k = 5 needs at least that many samples per task (n = 2)' });
+    expect(settingsProblems({ ...SETTINGS, k: [1, 5], samples: 2 })).toEqual({
+      k: 'k = 5 needs at least that many samples per task (n = 2)',
+    });
     expect(settingsProblems({ ...SETTINGS, k: [0] }).k).toMatch(/positive integer/);
     expect(settingsProblems({ ...SETTINGS, k: [] }).k).toBe('give at least one k');
     expect(settingsProblems({ ...SETTINGS, temperature: 0 }).temperature).toMatch(/greedy/);
     expect(settingsProblems({ ...SETTINGS, temperature: 0, samples: 1, k: [1] })).toEqual({});
     expect(settingsProblems({ ...SETTINGS, temperature: 11 }).temperature).toMatch(/\[0, 10\]/);
-    expect(Object.keys(settingsProblems({ samples: 0, k: [1], temperature: NaN, maxNewTokens: 0, seed: -1, limit: 0 })).sort()).toEqual(['limit', 'maxNewTokens', 'samples', 'seed', 'temperature']);
+    expect(Object.keys(settingsProblems({ samples: 0, k: [1], temperature: NaN, maxNewTokens: 0, seed: -1, limit: 0 })).sort()).toEqual([
+      'limit',
+      'maxNewTokens',
+      'samples',
+      'seed',
+      'temperature',
+    ]);
   });
 });

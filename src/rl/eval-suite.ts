@@ -43,12 +43,15 @@ export function settingsProblems(s: EvalSettings): Partial<Record<keyof EvalSett
   if (!positive(s.samples)) out.samples = `samples per task must be a positive integer, got ${s.samples}`;
   if (!s.k.length) out.k = 'give at least one k';
   else if (s.k.some((k) => !positive(k))) out.k = `each k must be a positive integer, got ${s.k.join(', ')}`;
-  else if (positive(s.samples) && Math.max(...s.k) > s.samples) out.k = `k = ${Math.max(...s.k)} needs at least that many samples per task (n = ${s.samples})`;
+  else if (positive(s.samples) && Math.max(...s.k) > s.samples)
+    out.k = `k = ${Math.max(...s.k)} needs at least that many samples per task (n = ${s.samples})`;
   if (!(s.temperature >= 0 && s.temperature <= 10)) out.temperature = `temperature must be a number in [0, 10], got ${s.temperature}`;
-  else if (s.temperature === 0 && s.samples > 1) out.temperature = 'temperature 0 (greedy) gives the same sample every time; use 1 sample per task';
+  else if (s.temperature === 0 && s.samples > 1)
+    out.temperature = 'temperature 0 (greedy) gives the same sample every time; use 1 sample per task';
   if (!positive(s.maxNewTokens)) out.maxNewTokens = `max new tokens must be a positive integer, got ${s.maxNewTokens}`;
   if (!Number.isSafeInteger(s.seed) || s.seed < 0) out.seed = `seed must be a non-negative integer, got ${s.seed}`;
-  if (s.limit !== undefined && s.limit !== null && !positive(s.limit)) out.limit = `the task limit must be a positive integer, got ${s.limit}`;
+  if (s.limit !== undefined && s.limit !== null && !positive(s.limit))
+    out.limit = `the task limit must be a positive integer, got ${s.limit}`;
   return out;
 }
 
@@ -124,7 +127,12 @@ export function failureMessage(r: Pick<ScoreRecord, 'verdict' | 'message' | 'tes
 }
 
 /** One row per task, in the order of `tasks`, from records in any order. */
-export function taskRows(tasks: readonly Task[], records: readonly ScoreRecord[], unfit: readonly UnfitTask[], contextLength: number): TaskRow[] {
+export function taskRows(
+  tasks: readonly Task[],
+  records: readonly ScoreRecord[],
+  unfit: readonly UnfitTask[],
+  contextLength: number,
+): TaskRow[] {
   const by = new Map<string, ScoreRecord[]>();
   for (const r of records) by.set(r.task_id, [...(by.get(r.task_id) ?? []), r]);
   const unfitBy = new Map(unfit.map((u) => [u.task.task_id, u]));
@@ -134,7 +142,14 @@ export function taskRows(tasks: readonly Task[], records: readonly ScoreRecord[]
     if (u) return { task_id: t.task_id, family, passed: 0, total: 0, error: unfitMessage(u, contextLength), unfit: true };
     const rs = (by.get(t.task_id) ?? []).slice().sort((a, b) => a.index - b.index);
     const failed = rs.find((r) => !r.passed);
-    return { task_id: t.task_id, family, passed: rs.filter((r) => r.passed).length, total: rs.length, error: failed ? failureMessage(failed) : null, unfit: false };
+    return {
+      task_id: t.task_id,
+      family,
+      passed: rs.filter((r) => r.passed).length,
+      total: rs.length,
+      error: failed ? failureMessage(failed) : null,
+      unfit: false,
+    };
   });
 }
 

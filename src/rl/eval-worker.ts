@@ -50,12 +50,19 @@ function post(m: FromEvalWorker): void {
 }
 
 /** A programming error rather than a failure the code reports on purpose: where it was thrown helps. */
-const isBug = (e: unknown): boolean => e instanceof TypeError || e instanceof ReferenceError || e instanceof RangeError || e instanceof SyntaxError;
+const isBug = (e: unknown): boolean =>
+  e instanceof TypeError || e instanceof ReferenceError || e instanceof RangeError || e instanceof SyntaxError;
 
 /** The error's message; with `where`, what raised it (the stack's first frame) when the stack has one. */
 function describe(e: unknown, where = isBug(e)): string {
   const text = e instanceof Error ? e.message || e.name : String(e);
-  const frame = where && e instanceof Error ? e.stack?.split('\n').find((l) => /^\s+at /.test(l))?.trim() : undefined;
+  const frame =
+    where && e instanceof Error
+      ? e.stack
+          ?.split('\n')
+          .find((l) => /^\s+at /.test(l))
+          ?.trim()
+      : undefined;
   return (text || 'unknown error') + (frame ? ` (${frame})` : '');
 }
 
@@ -96,7 +103,10 @@ async function start(m: ToEvalWorker): Promise<void> {
     policy = createBackend(backend, { config: snap.config, params: snap.params, optim: DEFAULT_OPTIM, runtime: runtime ?? undefined });
   } else {
     // an imported ONNX model: onnxruntime-web's wasm provider (the CPU), the safe choice in a worker
-    const imported = await importOnnxModel(await browserOrt('wasm'), src.bytes, src.tokenizerText, { file: src.file, contextLength: src.contextLength });
+    const imported = await importOnnxModel(await browserOrt('wasm'), src.bytes, src.tokenizerText, {
+      file: src.file,
+      contextLength: src.contextLength,
+    });
     policy = imported.policy;
     tok = imported.tokenizer;
     backend = 'cpu';
@@ -104,10 +114,17 @@ async function start(m: ToEvalWorker): Promise<void> {
   }
 
   const pool = createBrowserPool({ size: defaultPoolSize() });
-  let done: FromEvalWorker | null = null;
+  let done: FromEvalWorker;
   try {
     const analyzer = await createAnalyzer(browserWasmLoader);
-    const r = await evalSuite(policy, tok, m.tasks, m.settings, { pool, analyzer }, { onProgress: (progress) => post({ type: 'progress', progress }) });
+    const r = await evalSuite(
+      policy,
+      tok,
+      m.tasks,
+      m.settings,
+      { pool, analyzer },
+      { onProgress: (progress) => post({ type: 'progress', progress }) },
+    );
     done = {
       type: 'done',
       report: {
@@ -128,7 +145,10 @@ async function start(m: ToEvalWorker): Promise<void> {
     if (runtime.state === 'ready') await new Promise((r) => setTimeout(r, 50));
     const lost = runtime.lostReport;
     if (!lost) throw e;
-    throw new Error(`the GPU device was lost during the evaluation (${lost.reason}: ${lost.message}): ${(e as Error).message}. Start it again.`, { cause: e });
+    throw new Error(
+      `the GPU device was lost during the evaluation (${lost.reason}: ${lost.message}): ${(e as Error).message}. Start it again.`,
+      { cause: e },
+    );
   } finally {
     policy.dispose();
     pool.close();

@@ -32,14 +32,23 @@ export async function evaluate(
   seed: number,
   constrain?: SampleOptions['constrain'],
 ): Promise<EvalResult> {
-  const rollouts = await sampleTasks(backend, tok, tasks, { samplesPerTask: cfg.samples, temperature: cfg.temperature, maxNewTokens: cfg.maxNewTokens, seed, constrain });
+  const rollouts = await sampleTasks(backend, tok, tasks, {
+    samplesPerTask: cfg.samples,
+    temperature: cfg.temperature,
+    maxNewTokens: cfg.maxNewTokens,
+    seed,
+    constrain,
+  });
   const records = await scoreRollouts(scorer, rollouts, reward);
   const byFamily: Record<string, number> = {};
   const families = new Set(tasks.map((t) => String(t.meta?.family ?? '')));
   for (const f of families) {
     if (!f) continue;
     const ids = new Set(tasks.filter((t) => t.meta?.family === f).map((t) => t.task_id));
-    byFamily[f] = passAtKs(records.filter((r) => ids.has(r.task_id)), [1])['pass@1']!;
+    byFamily[f] = passAtKs(
+      records.filter((r) => ids.has(r.task_id)),
+      [1],
+    )['pass@1']!;
   }
   return { passAtK: passAtKs(records, cfg.k), byFamily, tasks: tasks.length, samples: records.length, records, rollouts };
 }

@@ -58,7 +58,11 @@ function run(cfg: RlConfig, store: MemoryStore, shouldStop?: () => boolean, suit
 }
 
 const text = (s: MemoryStore, name: string) => new TextDecoder().decode(s.files.get(name)!);
-const lines = (s: MemoryStore, name: string) => text(s, name).trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+const lines = (s: MemoryStore, name: string) =>
+  text(s, name)
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
 
 describe('pipeline', () => {
   test('runs every stage and writes the run directory; a rerun resumes without redoing', async () => {
@@ -72,13 +76,43 @@ describe('pipeline', () => {
     }
     expect(summary.rm).toHaveProperty('heldout_pairs');
     expect(summary.minutes).toBeGreaterThan(0);
-    for (const f of ['config.json', 'tokenizer.json', 'tasks/train.jsonl', 'tasks/heldout.jsonl', 'sft.ckpt', 'sft.json', 'rm.ckpt', 'policy.ckpt', 'summary.json', 'rollouts/iter-0001.jsonl', 'rollouts/iter-0002.jsonl']) {
+    for (const f of [
+      'config.json',
+      'tokenizer.json',
+      'tasks/train.jsonl',
+      'tasks/heldout.jsonl',
+      'sft.ckpt',
+      'sft.json',
+      'rm.ckpt',
+      'policy.ckpt',
+      'summary.json',
+      'rollouts/iter-0001.jsonl',
+      'rollouts/iter-0002.jsonl',
+    ]) {
       expect(store.files.has(f), f).toBe(true);
     }
     const metrics = lines(store, 'metrics.jsonl');
     const ppo = metrics.filter((m) => m.stage === 'ppo');
     expect(ppo).toHaveLength(2);
-    for (const key of ['env/reward_mean', 'env/pass_rate', 'objective/kl', 'policy/approxkl', 'policy/clipfrac', 'policy/entropy', 'loss/policy', 'loss/value', 'val/explained_variance', 'tokens/responses_len_mean', 'time/rollout_s', 'time/scoring_s', 'time/update_s', 'tokens/per_s', 'reward/test_pass_mean', 'reward/reward_model_mean', 'eval/heldout_pass@1']) {
+    for (const key of [
+      'env/reward_mean',
+      'env/pass_rate',
+      'objective/kl',
+      'policy/approxkl',
+      'policy/clipfrac',
+      'policy/entropy',
+      'loss/policy',
+      'loss/value',
+      'val/explained_variance',
+      'tokens/responses_len_mean',
+      'time/rollout_s',
+      'time/scoring_s',
+      'time/update_s',
+      'tokens/per_s',
+      'reward/test_pass_mean',
+      'reward/reward_model_mean',
+      'eval/heldout_pass@1',
+    ]) {
       expect(ppo[0], key).toHaveProperty([key]);
     }
     expect(Array.isArray(ppo[1]!.alarms)).toBe(true);
@@ -87,8 +121,13 @@ describe('pipeline', () => {
     expect(rollout.advantages.length).toBe(rollout.tokens.length);
     expect(rollout.entropies.length).toBe(rollout.tokens.length);
     for (const h of rollout.entropies) expect(h).toBeGreaterThanOrEqual(0);
-    expect(rollout.reward.components.map((c) => c.name)).toEqual(expect.arrayContaining(['test_pass', 'ast_valid', 'lint', 'reward_model']));
-    expect(rollout.reward.total).toBeCloseTo(rollout.reward.components.reduce((a, c) => a + c.contribution, 0), 9);
+    expect(rollout.reward.components.map((c) => c.name)).toEqual(
+      expect.arrayContaining(['test_pass', 'ast_valid', 'lint', 'reward_model']),
+    );
+    expect(rollout.reward.total).toBeCloseTo(
+      rollout.reward.components.reduce((a, c) => a + c.contribution, 0),
+      9,
+    );
 
     // read back the way the app does
     expect(rolloutIterations([...store.files.keys()])).toEqual([1, 2]);
@@ -109,7 +148,9 @@ describe('pipeline', () => {
     expect(text(store, 'metrics.jsonl')).toBe(before);
 
     // another config in the same directory is refused
-    await expect(run(miniConfig({ rl: { iterations: 3 } }), store)).rejects.toThrow(/different config or seed: rm\.objective \(stored "regression", given "bt"\); rl\.iterations \(stored 2, given 3\); resume it/);
+    await expect(run(miniConfig({ rl: { iterations: 3 } }), store)).rejects.toThrow(
+      /different config or seed: rm\.objective \(stored "regression", given "bt"\); rl\.iterations \(stored 2, given 3\); resume it/,
+    );
   }, 300_000);
 
   test('a stopped run resumes after its last finished iteration', async () => {
@@ -123,12 +164,16 @@ describe('pipeline', () => {
     const summary = await run(cfg, store);
     expect(lines(store, 'metrics.jsonl').filter((m) => m.stage === 'sft')).toHaveLength(sftLines); // SFT loaded, not redone
     expect(summary.rm).toBeNull();
-    expect(lines(store, 'metrics.jsonl').filter((m) => m.stage === 'ppo').map((m) => m.iteration)).toEqual([0, 1]);
+    expect(
+      lines(store, 'metrics.jsonl')
+        .filter((m) => m.stage === 'ppo')
+        .map((m) => m.iteration),
+    ).toEqual([0, 1]);
   }, 300_000);
 });
 
 describe('tasks from a suite file', () => {
-  test('a run trains on the file\'s tasks, keeps the file, resumes without it and refuses a changed one', async () => {
+  test("a run trains on the file's tasks, keeps the file, resumes without it and refuses a changed one", async () => {
     // the file: built-in spec tasks as a user would export them (train with solutions, the rest tests only)
     const b = buildTaskSet({ seed: 9, families: ['spec'] });
     const fileText = suiteJsonl([...b.train.slice(0, 40), ...b.rl.slice(0, 10), ...b.heldout.slice(0, 10)]);
@@ -139,7 +184,12 @@ describe('tasks from a suite file', () => {
     const summary = await run(cfg, store, () => store.files.has('sft.json'), fileText).catch((e: unknown) => e);
     expect(summary).toBeInstanceOf(StoppedError);
     expect(text(store, 'tasks/suite.jsonl')).toBe(fileText);
-    const fileIds = new Set(fileText.trim().split('\n').map((l) => (JSON.parse(l) as { task_id: string }).task_id));
+    const fileIds = new Set(
+      fileText
+        .trim()
+        .split('\n')
+        .map((l) => (JSON.parse(l) as { task_id: string }).task_id),
+    );
     const split = (k: string) => lines(store, `tasks/${k}.jsonl`).map((t) => t.task_id as string);
     expect(split('heldout')).toHaveLength(12);
     expect(split('rl')).toHaveLength(12);
@@ -151,16 +201,24 @@ describe('tasks from a suite file', () => {
     expect(Object.keys(done.sft.heldout_by_family)).toEqual(['spec']);
     // a changed file under the same config is refused, naming it
     const other = new MemoryStore();
-    await expect(run(cfg, other, undefined, fileText.replace(/\n$/, '\n\n'))).rejects.toThrow(/suite file "mine\.jsonl" is not the one the run was started with/);
+    await expect(run(cfg, other, undefined, fileText.replace(/\n$/, '\n\n'))).rejects.toThrow(
+      /suite file "mine\.jsonl" is not the one the run was started with/,
+    );
     // a config naming an ONNX KL reference that is not given is refused before anything is written
     const none = new MemoryStore();
-    await expect(run(miniConfig({ rl: { reference: { name: 'm.onnx', sha256: 'ab'.repeat(32) } } }), none)).rejects.toThrow(/KL reference is the ONNX model "m\.onnx" \(SHA-256 abababababab…\), which was not given/);
+    await expect(run(miniConfig({ rl: { reference: { name: 'm.onnx', sha256: 'ab'.repeat(32) } } }), none)).rejects.toThrow(
+      /KL reference is the ONNX model "m\.onnx" \(SHA-256 abababababab…\), which was not given/,
+    );
     expect(none.files.size).toBe(0);
-    expect(() => miniConfig({ rl: { reference: { name: 'm.onnx', sha256: 'xyz' } } })).toThrow(/config\.rl\.reference\.sha256: must be 64 lowercase hex digits/);
+    expect(() => miniConfig({ rl: { reference: { name: 'm.onnx', sha256: 'xyz' } } })).toThrow(
+      /config\.rl\.reference\.sha256: must be 64 lowercase hex digits/,
+    );
     // python tasks with JavaScript-only exploration are refused
     const py = fileText.replaceAll('"language":"javascript"', '"language":"python"');
     const pyRef = (await readSuiteSource(py, 'py.jsonl')).ref;
-    await expect(run(miniConfig({ tasks: { suite: pyRef }, explore: { syntax: true } }), new MemoryStore(), undefined, py)).rejects.toThrow(/python tasks .*JavaScript only/);
+    await expect(run(miniConfig({ tasks: { suite: pyRef }, explore: { syntax: true } }), new MemoryStore(), undefined, py)).rejects.toThrow(
+      /python tasks .*JavaScript only/,
+    );
   }, 300_000);
 });
 
@@ -176,7 +234,12 @@ describe('pause', () => {
       return Promise.resolve();
     };
     const running = runPipeline({
-      cfg, seed: 3, backend: 'cpu', store, scorer: { pool, analyzer }, gate,
+      cfg,
+      seed: 3,
+      backend: 'cpu',
+      store,
+      scorer: { pool, analyzer },
+      gate,
       makeBackend: (config, params, optim, optimizer) => createBackend('cpu', { config, params, optim, optimizer }),
     });
     await vi.waitFor(() => expect(release).not.toBeNull(), { timeout: 120_000, interval: 20 });
@@ -199,7 +262,7 @@ describe('SFT resume', () => {
     const ref = await run(cfg, whole);
 
     const store = new MemoryStore();
-    const progressStep = () => (store.files.has('sft-progress.json') ? JSON.parse(text(store, 'sft-progress.json')).step as number : 0);
+    const progressStep = () => (store.files.has('sft-progress.json') ? (JSON.parse(text(store, 'sft-progress.json')).step as number) : 0);
     // stop one step after the second validation (step 7): steps 1-6 are saved, step 7 is lost
     let stepsSeen = 0;
     await expect(run(cfg, store, () => progressStep() === 6 && ++stepsSeen > 1)).rejects.toThrow(StoppedError);
@@ -227,8 +290,15 @@ describe('repair turn', () => {
   test('the second prompt carries the attempt and the failing test, then the header again', () => {
     const task = { task_id: 't', language: 'javascript' as const, prompt: '// add 3 to x\nfunction f(x) {\n', entry_point: 'f', tests: '' };
     const p = repairPrompt(task, '  return x - 3;\n}\n', {
-      task_id: 't', index: 0, passed: false, verdict: 'failed', tests: [{ name: 'assert 1', status: 'failed', line: 1, source: 'JSON.stringify(f(1)) === "4"', evaluations: 1 }],
-      tests_passed: 0, tests_total: 1, output: '', duration_ms: 1,
+      task_id: 't',
+      index: 0,
+      passed: false,
+      verdict: 'failed',
+      tests: [{ name: 'assert 1', status: 'failed', line: 1, source: 'JSON.stringify(f(1)) === "4"', evaluations: 1 }],
+      tests_passed: 0,
+      tests_total: 1,
+      output: '',
+      duration_ms: 1,
     });
     expect(p).toBe('// add 3 to x\n// attempt: return x - 3;\n// failed: JSON.stringify(f(1)) === "4"\nfunction f(x) {\n');
   });
@@ -238,36 +308,61 @@ describe('webgpu', () => {
   const tinyRl = RL_PRESETS.tiny!.rl;
   test.each([
     ['PPO with a critic and KL (MINI_RUN)', {}],
-    [`the tiny preset's RL (${tinyRl.algo}, groupStd ${tinyRl.groupStd}, KL ${tinyRl.kl.coef})`, { rl: { algo: tinyRl.algo, groupStd: tinyRl.groupStd, kl: { coef: tinyRl.kl.coef } } }],
-  ])('the first RL iteration gives the same numbers on webgpu as on cpu: %s', async (_name, over) => {
-    const rt = await testRuntime();
-    const cfg = miniConfig(mergeConfig({ rl: { promptsPerIteration: 4, samplesPerPrompt: 2, maxNewTokens: 10, minibatch: 8, epochs: 1 } }, over));
-    const set = buildTaskSet({ seed: 3, ...cfg.tasks });
-    const tok = trainTokenizer([...set.train, ...set.val].map((t) => t.prompt + t.reference), { vocabSize: cfg.model.vocabSize });
-    const model = { ...cfg.model, vocabSize: tok.vocabSize };
-    const params = initParams(paramTable(model), 3);
-    const results = [];
-    for (const kind of ['cpu', 'webgpu'] as const) {
-      const make = (p: Float32Array, lr: number) => createBackend(kind, { config: model, params: p, optim: { ...DEFAULT_OPTIM, lr }, runtime: rt });
-      const policy = make(params, cfg.rl.lr);
-      const ref = make(params, 0);
-      const out = await ppoIteration({ policy, ref, rm: null, tok, scorer: { pool, analyzer }, cfg, seed: 3, tasks: set.rl }, 0, new KlController(cfg.rl.kl.coef, false, 1, 1));
-      results.push({ out, params: await policy.getParams() });
-      policy.dispose();
-      ref.dispose();
-    }
-    const [c, g] = results as [(typeof results)[0], (typeof results)[0]];
-    // the same rollouts (identical sampling from the same uniforms) and rewards
-    expect(g.out.rollouts.map((r) => r.completion)).toEqual(c.out.rollouts.map((r) => r.completion));
-    expect(g.out.rollouts.map((r) => r.score)).toEqual(c.out.rollouts.map((r) => r.score));
-    const critic = cfg.rl.algo === 'ppo' ? ['loss/value', 'val/explained_variance'] : []; // GRPO has no value head loss
-    for (const key of ['env/reward_mean', 'env/pass_rate', 'policy/entropy', 'loss/policy', 'policy/approxkl', 'objective/kl', ...critic]) {
-      const a = c.out.metrics[key] as number;
-      const b = g.out.metrics[key] as number;
-      expect(Math.abs(a - b), `${key}: cpu ${a}, webgpu ${b}`).toBeLessThanOrEqual(1e-3 * Math.max(1, Math.abs(a)));
-    }
-    let maxDiff = 0;
-    for (let i = 0; i < c.params.length; i++) maxDiff = Math.max(maxDiff, Math.abs(c.params[i]! - g.params[i]!));
-    expect(maxDiff).toBeLessThan(1e-3 * cfg.rl.lr * 100);
-  }, 300_000);
+    [
+      `the tiny preset's RL (${tinyRl.algo}, groupStd ${tinyRl.groupStd}, KL ${tinyRl.kl.coef})`,
+      { rl: { algo: tinyRl.algo, groupStd: tinyRl.groupStd, kl: { coef: tinyRl.kl.coef } } },
+    ],
+  ])(
+    'the first RL iteration gives the same numbers on webgpu as on cpu: %s',
+    async (_name, over) => {
+      const rt = await testRuntime();
+      const cfg = miniConfig(
+        mergeConfig({ rl: { promptsPerIteration: 4, samplesPerPrompt: 2, maxNewTokens: 10, minibatch: 8, epochs: 1 } }, over),
+      );
+      const set = buildTaskSet({ seed: 3, ...cfg.tasks });
+      const tok = trainTokenizer(
+        [...set.train, ...set.val].map((t) => t.prompt + t.reference),
+        { vocabSize: cfg.model.vocabSize },
+      );
+      const model = { ...cfg.model, vocabSize: tok.vocabSize };
+      const params = initParams(paramTable(model), 3);
+      const results = [];
+      for (const kind of ['cpu', 'webgpu'] as const) {
+        const make = (p: Float32Array, lr: number) =>
+          createBackend(kind, { config: model, params: p, optim: { ...DEFAULT_OPTIM, lr }, runtime: rt });
+        const policy = make(params, cfg.rl.lr);
+        const ref = make(params, 0);
+        const out = await ppoIteration(
+          { policy, ref, rm: null, tok, scorer: { pool, analyzer }, cfg, seed: 3, tasks: set.rl },
+          0,
+          new KlController(cfg.rl.kl.coef, false, 1, 1),
+        );
+        results.push({ out, params: await policy.getParams() });
+        policy.dispose();
+        ref.dispose();
+      }
+      const [c, g] = results as [(typeof results)[0], (typeof results)[0]];
+      // the same rollouts (identical sampling from the same uniforms) and rewards
+      expect(g.out.rollouts.map((r) => r.completion)).toEqual(c.out.rollouts.map((r) => r.completion));
+      expect(g.out.rollouts.map((r) => r.score)).toEqual(c.out.rollouts.map((r) => r.score));
+      const critic = cfg.rl.algo === 'ppo' ? ['loss/value', 'val/explained_variance'] : []; // GRPO has no value head loss
+      for (const key of [
+        'env/reward_mean',
+        'env/pass_rate',
+        'policy/entropy',
+        'loss/policy',
+        'policy/approxkl',
+        'objective/kl',
+        ...critic,
+      ]) {
+        const a = c.out.metrics[key] as number;
+        const b = g.out.metrics[key] as number;
+        expect(Math.abs(a - b), `${key}: cpu ${a}, webgpu ${b}`).toBeLessThanOrEqual(1e-3 * Math.max(1, Math.abs(a)));
+      }
+      let maxDiff = 0;
+      for (let i = 0; i < c.params.length; i++) maxDiff = Math.max(maxDiff, Math.abs(c.params[i]! - g.params[i]!));
+      expect(maxDiff).toBeLessThan(1e-3 * cfg.rl.lr * 100);
+    },
+    300_000,
+  );
 });

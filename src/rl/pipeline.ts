@@ -135,16 +135,23 @@ async function taskSet(o: PipelineOptions): Promise<TaskSet> {
   if (!ref) return buildTaskSet({ seed, ...cfg.tasks });
   let text = await readText(store, SUITE_FILE);
   if (text === null) {
-    if (o.suiteText === undefined) throw new Error(`the run's tasks come from the suite file "${ref.name}", which is not in the run directory (${SUITE_FILE}); open the file again to start the run`);
+    if (o.suiteText === undefined)
+      throw new Error(
+        `the run's tasks come from the suite file "${ref.name}", which is not in the run directory (${SUITE_FILE}); open the file again to start the run`,
+      );
     text = o.suiteText;
   }
   const { tasks, ref: got } = await readSuiteSource(text, ref.name);
   if (got.sha256 !== ref.sha256) {
-    throw new Error(`the suite file "${ref.name}" is not the one the run was started with (SHA-256 ${got.sha256.slice(0, 12)}…, the config has ${ref.sha256.slice(0, 12)}…); use a new run name for a changed file`);
+    throw new Error(
+      `the suite file "${ref.name}" is not the one the run was started with (SHA-256 ${got.sha256.slice(0, 12)}…, the config has ${ref.sha256.slice(0, 12)}…); use a new run name for a changed file`,
+    );
   }
   const other = tasks.find((t) => t.language !== 'javascript');
   if (other && (cfg.explore.syntax || cfg.explore.api !== 'off')) {
-    throw new Error(`the suite file "${ref.name}" has ${other.language} tasks (${other.task_id}); syntax-constrained and API-guided exploration work on JavaScript only: turn explore.syntax and explore.api off`);
+    throw new Error(
+      `the suite file "${ref.name}" has ${other.language} tasks (${other.task_id}); syntax-constrained and API-guided exploration work on JavaScript only: turn explore.syntax and explore.api off`,
+    );
   }
   await store.write(SUITE_FILE, text);
   return taskSetFromSuite(tasks, ref.name, { seed, ...cfg.tasks });
@@ -174,11 +181,19 @@ export async function runPipeline(o: PipelineOptions): Promise<Summary> {
   const existing = await readJson<{ cfg: RlConfig; seed: number; backend: string }>(store, 'config.json');
   if (existing && (JSON.stringify(existing.cfg) !== JSON.stringify(cfg) || existing.seed !== seed)) {
     const what = existing.seed !== seed ? [`seed (stored ${existing.seed}, given ${seed})`] : configDiff(existing.cfg, cfg);
-    throw new Error(`the run directory holds a run with a different config or seed: ${what.join('; ')}; resume it with the same settings, or use a new directory`);
+    throw new Error(
+      `the run directory holds a run with a different config or seed: ${what.join('; ')}; resume it with the same settings, or use a new directory`,
+    );
   }
   const named = cfg.rl.reference;
-  if (named && !o.reference) throw new Error(`the run's KL reference is the ONNX model "${named.name}" (SHA-256 ${named.sha256.slice(0, 12)}…), which was not given; pass it (coderl train --reference)`);
-  if (o.reference && !named) throw new Error('a KL reference model was given but the config does not name it (config.rl.reference), so the run directory would not say what it was trained against');
+  if (named && !o.reference)
+    throw new Error(
+      `the run's KL reference is the ONNX model "${named.name}" (SHA-256 ${named.sha256.slice(0, 12)}…), which was not given; pass it (coderl train --reference)`,
+    );
+  if (o.reference && !named)
+    throw new Error(
+      'a KL reference model was given but the config does not name it (config.rl.reference), so the run directory would not say what it was trained against',
+    );
   if (!existing) await writeJson(store, 'config.json', { cfg, seed, backend: o.backend });
   const done = await readJson<Summary>(store, 'summary.json');
   if (done) {
@@ -187,16 +202,24 @@ export async function runPipeline(o: PipelineOptions): Promise<Summary> {
   }
   const set = await taskSet(o);
   for (const k of ['train', 'val', 'rl', 'heldout'] as const) await store.write(`tasks/${k}.jsonl`, suiteJsonl(set[k]));
-  const tok = trainTokenizer([...set.train, ...set.val].map((t) => t.prompt + t.demonstration), { vocabSize: cfg.model.vocabSize });
+  const tok = trainTokenizer(
+    [...set.train, ...set.val].map((t) => t.prompt + t.demonstration),
+    { vocabSize: cfg.model.vocabSize },
+  );
   await writeJson(store, 'tokenizer.json', tok.toJSON());
   const model: ModelConfig = { ...cfg.model, vocabSize: tok.vocabSize };
   const longest = Math.max(...[...set.train, ...set.val, ...set.rl, ...set.heldout].map((t) => tok.encode(t.prompt).length));
   const room = Math.max(cfg.rl.maxNewTokens, cfg.eval.maxNewTokens);
-  if (longest + room > model.contextLength) throw new Error(`the longest prompt has ${longest} tokens; with ${room} new tokens it exceeds the context of ${model.contextLength}`);
+  if (longest + room > model.contextLength)
+    throw new Error(`the longest prompt has ${longest} tokens; with ${room} new tokens it exceeds the context of ${model.contextLength}`);
   // a KL reference that cannot score this run's sequences (another tokenizer, a shorter context)
   // is refused now, not after SFT's minutes; it is loaded again, and kept, when PPO starts
   if (o.reference) (await referenceBackend(o.reference, tok, model)).dispose();
-  emit('setup', 1, `${set.train.length} train, ${set.val.length} val, ${set.rl.length} rl, ${set.heldout.length} held-out tasks; vocabulary ${tok.vocabSize}`);
+  emit(
+    'setup',
+    1,
+    `${set.train.length} train, ${set.val.length} val, ${set.rl.length} rl, ${set.heldout.length} held-out tasks; vocabulary ${tok.vocabSize}`,
+  );
   const explore = o.exploreFor?.(tok);
   const trainEval = evalSubset(set.train);
   const rlEval = evalSubset(set.rl);
@@ -214,7 +237,13 @@ export async function runPipeline(o: PipelineOptions): Promise<Summary> {
     heldout_by_family: r.held.byFamily,
   });
   const snapshot = async (b: PolicyBackend, withOptim: boolean, meta: Record<string, unknown>) =>
-    saveModel({ config: model, tokenizer: tok.toJSON(), params: await b.getParams(), optimizer: withOptim ? await b.getOptimizerState() : null, meta });
+    saveModel({
+      config: model,
+      tokenizer: tok.toJSON(),
+      params: await b.getParams(),
+      optimizer: withOptim ? await b.getOptimizerState() : null,
+      meta,
+    });
 
   // stage 1: SFT
   type SftJson = StageEval & { steps: number; best_step: number; best_val_loss: number };
@@ -231,18 +260,33 @@ export async function runPipeline(o: PipelineOptions): Promise<Summary> {
     const [resumeBytes, bestBytes] = progress ? [await store.read('sft-resume.ckpt'), await store.read('sft-best.ckpt')] : [null, null];
     const resumeSnap = resumeBytes ? loadModel(resumeBytes, model) : null;
     const bestSnap = bestBytes ? loadModel(bestBytes, model) : null;
-    const resumable = progress && resumeSnap?.optimizer && resumeSnap.meta?.step === progress.step && bestSnap?.meta?.step === progress.step;
-    const b = resumable ? o.makeBackend(model, resumeSnap.params, optim, resumeSnap.optimizer) : o.makeBackend(model, initParams(paramTable(model), seed), optim);
+    const resumable =
+      progress && resumeSnap?.optimizer && resumeSnap.meta?.step === progress.step && bestSnap?.meta?.step === progress.step;
+    const b = resumable
+      ? o.makeBackend(model, resumeSnap.params, optim, resumeSnap.optimizer)
+      : o.makeBackend(model, initParams(paramTable(model), seed), optim);
     if (resumable) emit('sft', progress.step / cfg.sft.maxSteps, `SFT resumes at step ${progress.step}`);
     try {
       const r = await runSft(b, tok, set.train, set.val, cfg.sft, seed, {
         onPoint: async (p) => {
-          emit('sft', p.step / cfg.sft.maxSteps, `step ${p.step} loss ${p.loss.toFixed(3)}${p.val_loss !== undefined ? ` val ${p.val_loss.toFixed(3)}` : ''}`);
+          emit(
+            'sft',
+            p.step / cfg.sft.maxSteps,
+            `step ${p.step} loss ${p.loss.toFixed(3)}${p.val_loss !== undefined ? ` val ${p.val_loss.toFixed(3)}` : ''}`,
+          );
           await metric('sft', { step: p.step, 'loss/train': p.loss, ...(p.val_loss !== undefined ? { 'loss/val': p.val_loss } : {}) });
         },
         onCheckpoint: async (p, best) => {
           await store.write('sft-resume.ckpt', await snapshot(b, true, { stage: 'sft-resume', step: p.step }));
-          await store.write('sft-best.ckpt', saveModel({ config: model, tokenizer: tok.toJSON(), params: best, meta: { stage: 'sft-best', step: p.step, best_step: p.bestStep } }));
+          await store.write(
+            'sft-best.ckpt',
+            saveModel({
+              config: model,
+              tokenizer: tok.toJSON(),
+              params: best,
+              meta: { stage: 'sft-best', step: p.step, best_step: p.bestStep },
+            }),
+          );
           await writeJson(store, 'sft-progress.json', p);
         },
         resume: resumable ? { progress, best: bestSnap!.params } : undefined,
@@ -258,7 +302,10 @@ export async function runPipeline(o: PipelineOptions): Promise<Summary> {
         emit('sft-eval', 0, 'evaluating the early-stopped SFT checkpoint');
         const ev = stageEval(await evalBoth(best));
         sftJson = { ...ev, steps: r.steps, best_step: r.bestStep, best_val_loss: r.bestValLoss };
-        await store.write('sft.ckpt', saveModel({ config: model, tokenizer: tok.toJSON(), params: sftParams, meta: { stage: 'sft', step: r.bestStep } }));
+        await store.write(
+          'sft.ckpt',
+          saveModel({ config: model, tokenizer: tok.toJSON(), params: sftParams, meta: { stage: 'sft', step: r.bestStep } }),
+        );
         await writeJson(store, 'sft.json', sftJson);
         await metric('sft-eval', { 'eval/heldout_pass@1': ev.heldout_pass1, 'eval/train_pass@1': ev.train_pass1 });
         emit('sft-eval', 1, `SFT held-out pass@1 ${ev.heldout_pass1.toFixed(3)}`);
@@ -287,7 +334,12 @@ export async function runPipeline(o: PipelineOptions): Promise<Summary> {
       let samples: LabelledSample[];
       try {
         const tasks: Task[] = [...set.rl, ...trainEval];
-        const s = await sampleTasks(sft, tok, tasks, { samplesPerTask: cfg.rm.samplesPerTask, temperature: cfg.rl.temperature, maxNewTokens: cfg.rl.maxNewTokens, seed: (seed * 23 + 5) >>> 0 });
+        const s = await sampleTasks(sft, tok, tasks, {
+          samplesPerTask: cfg.rm.samplesPerTask,
+          temperature: cfg.rl.temperature,
+          maxNewTokens: cfg.rl.maxNewTokens,
+          seed: (seed * 23 + 5) >>> 0,
+        });
         const usable = s.filter((x) => x.tokens.length > 0);
         const recs = await scoreRollouts(o.scorer, usable, cfg.reward);
         samples = usable.map((x, i) => ({
@@ -311,7 +363,11 @@ export async function runPipeline(o: PipelineOptions): Promise<Summary> {
         rmJson = rest;
         await store.write('rm.ckpt', await snapshot(rm, false, { stage: 'rm' }));
         await writeJson(store, 'rm.json', rmJson);
-        await metric('rm-eval', { 'rm/heldout_pairwise_accuracy': r.heldoutAccuracy, 'rm/train_pairwise_accuracy': r.trainAccuracy, 'rm/heldout_pairs': r.heldoutPairs });
+        await metric('rm-eval', {
+          'rm/heldout_pairwise_accuracy': r.heldoutAccuracy,
+          'rm/train_pairwise_accuracy': r.trainAccuracy,
+          'rm/heldout_pairs': r.heldoutPairs,
+        });
       } catch (e) {
         if (!(e instanceof NoPairsError)) throw e;
         rmJson = { skipped: e.message };
@@ -351,15 +407,29 @@ export async function runPipeline(o: PipelineOptions): Promise<Summary> {
   try {
     const kl = new KlController(ppoState.klCoef, cfg.rl.kl.adaptive, cfg.rl.kl.target, cfg.rl.kl.horizon);
     const ctx = {
-      policy, ref, tok, scorer: o.scorer, cfg, seed, tasks: set.rl, explore,
-      rm: rmBackend && rmJson && !('skipped' in rmJson) ? { backend: rmBackend, mean: rmJson.scoreMean, std: rmJson.scoreStd, weight: cfg.rm.weight } : null,
+      policy,
+      ref,
+      tok,
+      scorer: o.scorer,
+      cfg,
+      seed,
+      tasks: set.rl,
+      explore,
+      rm:
+        rmBackend && rmJson && !('skipped' in rmJson)
+          ? { backend: rmBackend, mean: rmJson.scoreMean, std: rmJson.scoreStd, weight: cfg.rm.weight }
+          : null,
     };
     for (let it = ppoState.iteration; it < cfg.rl.iterations; it++) {
       await o.gate?.();
       if (o.shouldStop?.()) break;
       emit('ppo', it / cfg.rl.iterations, `iteration ${it + 1}/${cfg.rl.iterations}`);
       const { metrics, rollouts } = await ppoIteration(ctx, it, kl);
-      emit('ppo', (it + 1) / cfg.rl.iterations, `iteration ${it + 1}/${cfg.rl.iterations}: reward ${(metrics['env/reward_mean'] as number).toFixed(3)}, pass rate ${(metrics['env/pass_rate'] as number).toFixed(3)}`);
+      emit(
+        'ppo',
+        (it + 1) / cfg.rl.iterations,
+        `iteration ${it + 1}/${cfg.rl.iterations}: reward ${(metrics['env/reward_mean'] as number).toFixed(3)}, pass rate ${(metrics['env/pass_rate'] as number).toFixed(3)}`,
+      );
       if ((it + 1) % cfg.rl.evalEvery === 0 && it + 1 < cfg.rl.iterations) {
         const ev = await evaluate(policy, tok, set.heldout, cfg.eval, o.scorer, cfg.reward, (seed * 17 + 1) >>> 0);
         metrics['eval/heldout_pass@1'] = ev.passAtK['pass@1']!;
@@ -388,7 +458,15 @@ export async function runPipeline(o: PipelineOptions): Promise<Summary> {
     seed,
     backend: o.backend,
     sft: sftJson!,
-    rm: !rmJson ? null : 'skipped' in rmJson ? { skipped: rmJson.skipped } : { heldout_pairwise_accuracy: rmJson.heldoutAccuracy, train_pairwise_accuracy: rmJson.trainAccuracy, heldout_pairs: rmJson.heldoutPairs },
+    rm: !rmJson
+      ? null
+      : 'skipped' in rmJson
+        ? { skipped: rmJson.skipped }
+        : {
+            heldout_pairwise_accuracy: rmJson.heldoutAccuracy,
+            train_pairwise_accuracy: rmJson.trainAccuracy,
+            heldout_pairs: rmJson.heldoutPairs,
+          },
     rl: { ...finalEval, iterations: cfg.rl.iterations, algo: cfg.rl.algo },
     minutes: elapsed() / 60000,
     explore: cfg.explore,
@@ -400,12 +478,18 @@ export async function runPipeline(o: PipelineOptions): Promise<Summary> {
 }
 
 /** The caller's KL reference, checked to score this run's sequences: same vocabulary, context long enough. */
-async function referenceBackend(make: NonNullable<PipelineOptions['reference']>, tok: Tokenizer, model: ModelConfig): Promise<PolicyBackend> {
+async function referenceBackend(
+  make: NonNullable<PipelineOptions['reference']>,
+  tok: Tokenizer,
+  model: ModelConfig,
+): Promise<PolicyBackend> {
   const ref = await make(tok, model);
   const c = ref.config;
   if (c.vocabSize !== model.vocabSize || c.contextLength < model.contextLength) {
     ref.dispose();
-    throw new Error(`the KL reference model has vocabulary ${c.vocabSize} and context ${c.contextLength}; the run needs vocabulary ${model.vocabSize} and context >= ${model.contextLength}`);
+    throw new Error(
+      `the KL reference model has vocabulary ${c.vocabSize} and context ${c.contextLength}; the run needs vocabulary ${model.vocabSize} and context >= ${model.contextLength}`,
+    );
   }
   return ref;
 }
@@ -417,4 +501,3 @@ export class StoppedError extends Error {
     super('stopped; the run directory holds everything finished so far and resumes from there');
   }
 }
-

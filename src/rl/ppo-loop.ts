@@ -79,7 +79,14 @@ export function iterationTasks(tasks: readonly Task[], it: number, n: number, se
     const flat = it * n + k;
     const epoch = Math.floor(flat / tasks.length);
     let order = orders.get(epoch);
-    if (!order) orders.set(epoch, (order = shuffle(tasks.map((_, i) => i), new Rng((seed * 1000003 + epoch) >>> 0))));
+    if (!order)
+      orders.set(
+        epoch,
+        (order = shuffle(
+          tasks.map((_, i) => i),
+          new Rng((seed * 1000003 + epoch) >>> 0),
+        )),
+      );
     out.push(tasks[order[flat % tasks.length]!]!);
   }
   return out;
@@ -90,8 +97,13 @@ export function repairPrompt(task: Task, completion: string, record: ScoreRecord
   const lines = task.prompt.replace(/\n$/, '').split('\n');
   const header = lines.pop()!;
   const failing = record.tests.find((t) => t.status !== 'passed');
-  const error = record.verdict === 'failed' && failing ? `failed: ${failing.source}` : `${record.verdict}: ${record.message ?? failing?.message ?? ''}`;
-  const attempt = completion.split('\n').map((l) => l.trim()).filter((l) => l && l !== '}').join(' ');
+  const error =
+    record.verdict === 'failed' && failing ? `failed: ${failing.source}` : `${record.verdict}: ${record.message ?? failing?.message ?? ''}`;
+  const attempt = completion
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l && l !== '}')
+    .join(' ');
   const clip = (s: string, n: number) => (s.length > n ? `${s.slice(0, n - 3)}...` : s).replace(/\s+/g, ' ');
   return [...lines, `// attempt: ${clip(attempt, 60)}`, `// ${clip(error, 70)}`, header, ''].join('\n');
 }
@@ -113,7 +125,14 @@ async function scoreSamples(ctx: PpoContext, samples: Sample[], turn: 1 | 2): Pr
     const components = [...record.reward!.components];
     if (ctx.rm && rm) {
       const raw = (rm[i]! - ctx.rm.mean) / (ctx.rm.std || 1);
-      components.push({ name: 'reward_model', raw, weight: ctx.rm.weight, sign: 1, contribution: ctx.rm.weight * raw, detail: `reward-model score ${rm[i]!.toFixed(3)}, standardised` });
+      components.push({
+        name: 'reward_model',
+        raw,
+        weight: ctx.rm.weight,
+        sign: 1,
+        contribution: ctx.rm.weight * raw,
+        detail: `reward-model score ${rm[i]!.toFixed(3)}, standardised`,
+      });
     }
     return { sample, record, score: components.reduce((a, c) => a + c.contribution, 0), components, turn };
   });
@@ -136,7 +155,14 @@ export async function ppoIteration(ctx: PpoContext, it: number, kl: KlController
 
   // 1. rollouts
   const tasks = iterationTasks(ctx.tasks, it, rl.promptsPerIteration, ctx.seed);
-  const sampleOpts = { samplesPerTask: rl.samplesPerPrompt, temperature: rl.temperature, maxNewTokens: rl.maxNewTokens, seed: (ctx.seed * 65537 + it) >>> 0, constrain: ctx.explore?.constrain, syntax: cfg.explore.syntax ? ctx.scorer.analyzer.syntax : null };
+  const sampleOpts = {
+    samplesPerTask: rl.samplesPerPrompt,
+    temperature: rl.temperature,
+    maxNewTokens: rl.maxNewTokens,
+    seed: (ctx.seed * 65537 + it) >>> 0,
+    constrain: ctx.explore?.constrain,
+    syntax: cfg.explore.syntax ? ctx.scorer.analyzer.syntax : null,
+  };
   const first = (await sampleTasks(policy, tok, tasks, sampleOpts)).filter((s) => s.tokens.length > 0);
   const t1 = performance.now();
 
@@ -148,10 +174,23 @@ export async function ppoIteration(ctx: PpoContext, it: number, kl: KlController
     const failed = scored.filter((s) => !s.record.passed);
     if (failed.length) {
       const repairTasks = failed.map((f) => ({ ...f.sample.task, prompt: repairPrompt(f.sample.task, f.sample.completion, f.record) }));
-      const fits = repairTasks.map((t, i) => ({ t, i })).filter(({ t }) => tok.encode(t.prompt).length + rl.maxNewTokens <= policy.config.contextLength);
-      const second = await sampleTasks(policy, tok, fits.map((f) => f.t), { ...sampleOpts, samplesPerTask: 1, seed: sampleOpts.seed ^ 0x7e9a1 });
+      const fits = repairTasks
+        .map((t, i) => ({ t, i }))
+        .filter(({ t }) => tok.encode(t.prompt).length + rl.maxNewTokens <= policy.config.contextLength);
+      const second = await sampleTasks(
+        policy,
+        tok,
+        fits.map((f) => f.t),
+        { ...sampleOpts, samplesPerTask: 1, seed: sampleOpts.seed ^ 0x7e9a1 },
+      );
       second.forEach((s, k) => (s.group = failed[fits[k]!.i]!.sample.group));
-      scored.push(...(await scoreSamples(ctx, second.filter((s) => s.tokens.length > 0), 2)));
+      scored.push(
+        ...(await scoreSamples(
+          ctx,
+          second.filter((s) => s.tokens.length > 0),
+          2,
+        )),
+      );
     }
     repairTime = performance.now() - r0;
   }
@@ -159,11 +198,20 @@ export async function ppoIteration(ctx: PpoContext, it: number, kl: KlController
 
   // 3. old log-probs and values, reference log-probs, advantages
   const seqs = scored.map((s) => toSequence(s.sample));
-  const [old, ref] = [await scoreActions(policy, seqs, tok.padId, invTemp, 32, true), await scoreActions(ctx.ref, seqs, tok.padId, invTemp)];
+  const [old, ref] = [
+    await scoreActions(policy, seqs, tok.padId, invTemp, 32, true),
+    await scoreActions(ctx.ref, seqs, tok.padId, invTemp),
+  ];
   const episodes: Episode[] = [];
   const klPerSeq: number[] = [];
   const grpo = rl.algo === 'grpo';
-  const groupAdv = grpo ? groupAdvantages(scored.map((s) => s.score), scored.map((s) => s.sample.group * 2 + s.turn - 1), rl.groupStd) : null;
+  const groupAdv = grpo
+    ? groupAdvantages(
+        scored.map((s) => s.score),
+        scored.map((s) => s.sample.group * 2 + s.turn - 1),
+        rl.groupStd,
+      )
+    : null;
   scored.forEach((s, i) => {
     const n = actionCount(seqs[i]!);
     const { rewards, kl: klTok } = tokenRewards(s.score, old.logp[i]!, ref.logp[i]!, grpo ? 0 : kl.coef);
@@ -182,13 +230,23 @@ export async function ppoIteration(ctx: PpoContext, it: number, kl: KlController
   if (rl.whiten && !grpo) whiten(episodes.map((e) => e.advantages));
 
   // 4. optimisation: epochs of shuffled minibatches, early stop at the target KL
-  const loss: RlLossConfig = { clip: rl.clip, vclip: rl.vclip, vfCoef: grpo ? 0 : rl.vfCoef, entCoef: rl.entCoef, klCoef: grpo ? kl.coef : 0, invTemp };
+  const loss: RlLossConfig = {
+    clip: rl.clip,
+    vclip: rl.vclip,
+    vfCoef: grpo ? 0 : rl.vfCoef,
+    entCoef: rl.entCoef,
+    klCoef: grpo ? kl.coef : 0,
+    invTemp,
+  };
   const rng = new Rng((ctx.seed * 31337 + it) >>> 0);
   const acc = { tokens: 0, policyLoss: 0, valueLoss: 0, entropy: 0, kl: 0, approxKl: 0, clipped: 0, gradNorm: 0, steps: 0 };
   let epochsRun = 0;
   let stoppedAtKl = false;
   for (let e = 0; e < rl.epochs && !stoppedAtKl; e++) {
-    const order = shuffle(episodes.map((_, i) => i), rng);
+    const order = shuffle(
+      episodes.map((_, i) => i),
+      rng,
+    );
     for (let m = 0; m < order.length; m += rl.minibatch) {
       const mb = order.slice(m, m + rl.minibatch).map((i) => episodes[i]!);
       const out = await policy.rlStep(episodeBatches(mb, policy, tok.padId), loss);
@@ -227,7 +285,9 @@ export async function ppoIteration(ctx: PpoContext, it: number, kl: KlController
     metrics[`reward/${name}_std`] = ms.std;
   }
   if (ctx.explore) Object.assign(metrics, ctx.explore.metrics());
-  if (cfg.explore.syntax) metrics['explore/syntax_rejections_per_rollout'] = scored.reduce((a, s) => a + s.sample.syntaxRejections, 0) / Math.max(1, scored.length);
+  if (cfg.explore.syntax)
+    metrics['explore/syntax_rejections_per_rollout'] =
+      scored.reduce((a, s) => a + s.sample.syntaxRejections, 0) / Math.max(1, scored.length);
   if (cfg.explore.repair) {
     metrics['repair/attempts'] = repairs.length;
     metrics['repair/success_rate'] = repairs.length ? repairs.filter((s) => s.record.passed).length / repairs.length : 0;

@@ -9,7 +9,12 @@
  * klCoef * (logp - refLogp) (the k1 estimate of the KL to the reference), and the sequence's
  * scalar score is added at its last token.
  */
-export function tokenRewards(score: number, logp: ArrayLike<number>, refLogp: ArrayLike<number>, klCoef: number): { rewards: Float64Array; kl: Float64Array } {
+export function tokenRewards(
+  score: number,
+  logp: ArrayLike<number>,
+  refLogp: ArrayLike<number>,
+  klCoef: number,
+): { rewards: Float64Array; kl: Float64Array } {
   const n = logp.length;
   if (n < 1) throw new Error('tokenRewards: a sequence needs at least one action');
   if (refLogp.length !== n) throw new Error(`tokenRewards: ${n} log-probs but ${refLogp.length} reference log-probs`);
@@ -28,7 +33,12 @@ export function tokenRewards(score: number, logp: ArrayLike<number>, refLogp: Ar
  * is 0): delta_t = r_t + gamma V_{t+1} - V_t, A_t = delta_t + gamma lambda A_{t+1}; returns
  * R_t = A_t + V_t are the value targets.
  */
-export function gae(rewards: ArrayLike<number>, values: ArrayLike<number>, gamma: number, lambda: number): { advantages: Float64Array; returns: Float64Array } {
+export function gae(
+  rewards: ArrayLike<number>,
+  values: ArrayLike<number>,
+  gamma: number,
+  lambda: number,
+): { advantages: Float64Array; returns: Float64Array } {
   const n = rewards.length;
   if (values.length !== n) throw new Error(`gae: ${n} rewards but ${values.length} values`);
   const advantages = new Float64Array(n);
@@ -81,7 +91,12 @@ export function groupAdvantages(scores: readonly number[], groups: readonly numb
 
 /** Ziegler et al.'s adaptive KL coefficient: moves toward the target KL, at most 20% per horizon's worth of steps. */
 export class KlController {
-  constructor(public coef: number, readonly adaptive: boolean, readonly target: number, readonly horizon: number) {}
+  constructor(
+    public coef: number,
+    readonly adaptive: boolean,
+    readonly target: number,
+    readonly horizon: number,
+  ) {}
 
   update(currentKl: number, nSteps: number): number {
     if (this.adaptive && this.target > 0) {

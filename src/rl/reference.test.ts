@@ -12,7 +12,15 @@ import { bigramForSuite, tinySnapshot } from '../onnx/testing';
 import { Tokenizer } from '../tokenizer';
 import { mergeConfig, resolveConfig, type RlConfig } from './config';
 import { runPipeline, StoppedError } from './pipeline';
-import { describeReference, onnxReference, REFERENCE_MODEL_FILE, REFERENCE_TOKENIZER_FILE, referenceRef, runReference, type ReferenceFiles } from './reference';
+import {
+  describeReference,
+  onnxReference,
+  REFERENCE_MODEL_FILE,
+  REFERENCE_TOKENIZER_FILE,
+  referenceRef,
+  runReference,
+  type ReferenceFiles,
+} from './reference';
 import type { Scorer } from './scorer';
 import { MemoryStore, readJson, writeJson } from './store';
 import { MINI_RUN } from './testing';
@@ -45,7 +53,9 @@ describe('runReference: the run directory keeps the model', () => {
   test('without a reference in the config nothing is read or written; a model given anyway is refused', async () => {
     const store = new MemoryStore();
     expect(await runReference(store, undefined)).toBeUndefined();
-    await expect(runReference(store, undefined, files)).rejects.toThrow(/a KL reference model was given but the config does not name it \(config\.rl\.reference\)/);
+    await expect(runReference(store, undefined, files)).rejects.toThrow(
+      /a KL reference model was given but the config does not name it \(config\.rl\.reference\)/,
+    );
     expect(store.files.size).toBe(0);
   });
 
@@ -55,14 +65,18 @@ describe('runReference: the run directory keeps the model', () => {
     );
     const other = { bytes: bytes.map((b) => b ^ 1), tokenizerText: files.tokenizerText };
     const fresh = new MemoryStore();
-    await expect(runReference(fresh, named, other)).rejects.toThrow(/the model given as the KL reference \(SHA-256 [0-9a-f]{12}…\) is not the one the config names, m\.onnx/);
+    await expect(runReference(fresh, named, other)).rejects.toThrow(
+      /the model given as the KL reference \(SHA-256 [0-9a-f]{12}…\) is not the one the config names, m\.onnx/,
+    );
     expect(fresh.files.size).toBe(0);
 
     const changed = new MemoryStore();
     await changed.write(REFERENCE_MODEL_FILE, other.bytes);
     await changed.write(REFERENCE_TOKENIZER_FILE, files.tokenizerText);
     // the stored file wins over a given one, and a changed stored file is never overwritten
-    await expect(runReference(changed, named, files)).rejects.toThrow(/^reference\/model\.onnx in the run directory is not the KL reference the config names, m\.onnx .*the stored file's SHA-256 is [0-9a-f]{12}… \(it was changed\)/);
+    await expect(runReference(changed, named, files)).rejects.toThrow(
+      /^reference\/model\.onnx in the run directory is not the KL reference the config names, m\.onnx .*the stored file's SHA-256 is [0-9a-f]{12}… \(it was changed\)/,
+    );
     expect(changed.files.get(REFERENCE_MODEL_FILE)).toEqual(other.bytes);
 
     const noTok = new MemoryStore();
@@ -77,7 +91,11 @@ describe('runReference: the run directory keeps the model', () => {
     expect([...store.files.keys()]).toEqual(['config.json']);
     // a directory of this very run (e.g. one whose first start wrote config.json, then stopped) gets the files
     const same = new MemoryStore();
-    await writeJson(same, 'config.json', { cfg: resolveConfig('tiny', mergeConfig(MINI_RUN, { rl: { reference: named } })), seed: 1, backend: 'cpu' });
+    await writeJson(same, 'config.json', {
+      cfg: resolveConfig('tiny', mergeConfig(MINI_RUN, { rl: { reference: named } })),
+      seed: 1,
+      backend: 'cpu',
+    });
     await runReference(same, named, files);
     expect(same.files.has(REFERENCE_MODEL_FILE)).toBe(true);
   });
@@ -89,13 +107,22 @@ describe('the pipeline checks an ONNX reference at setup, before SFT', () => {
   const run = async (store: MemoryStore, name: string, model: Uint8Array, tokenizerText: string, shouldStop?: () => boolean) => {
     const cfg: RlConfig = resolveConfig('tiny', mergeConfig(MINI_RUN, { rl: { reference: await referenceRef(name, model) } }));
     return runPipeline({
-      cfg, seed: 2, backend: 'cpu', store, scorer, shouldStop,
+      cfg,
+      seed: 2,
+      backend: 'cpu',
+      store,
+      scorer,
+      shouldStop,
       makeBackend: (config, params, optim, optimizer) => createBackend('cpu', { config, params, optim, optimizer }),
-      reference: onnxReference(loadNodeOrt, { bytes: model, tokenizerText, file: name, tokenizerFile: `${name}.tokenizer.json` }, `${name} (KL reference)`),
+      reference: onnxReference(
+        loadNodeOrt,
+        { bytes: model, tokenizerText, file: name, tokenizerFile: `${name}.tokenizer.json` },
+        `${name} (KL reference)`,
+      ),
     });
   };
 
-  test('another tokenizer or a shorter context is refused with the pipeline\'s message; a fitting model passes', async () => {
+  test("another tokenizer or a shorter context is refused with the pipeline's message; a fitting model passes", async () => {
     const { model, tok } = bigramForSuite();
     const bigram = new MemoryStore();
     await expect(run(bigram, 'bigram.onnx', model, JSON.stringify(tok.toJSON()))).rejects.toThrow(
@@ -113,6 +140,8 @@ describe('the pipeline checks an ONNX reference at setup, before SFT', () => {
     expect(await readJson(stopped, 'sft-progress.json')).toBeNull();
 
     const short = exportOnnx(tinySnapshot({ ...shape, contextLength: 32 }, 9, 1));
-    await expect(run(new MemoryStore(), 'short.onnx', short, tokText)).rejects.toThrow(/^short\.onnx: context length 96 exceeds the model's 32$/);
+    await expect(run(new MemoryStore(), 'short.onnx', short, tokText)).rejects.toThrow(
+      /^short\.onnx: context length 96 exceeds the model's 32$/,
+    );
   }, 60_000);
 });

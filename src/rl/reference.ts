@@ -86,9 +86,16 @@ export function onnxReference(
  * (tokenizer first: the model file is what says the reference is kept), unless the directory
  * holds another run, whose config the pipeline refuses next without anything written here.
  */
-export async function runReference(store: RunStore, named: ReferenceRef | undefined, given?: ReferenceFiles): Promise<ReferenceFiles | undefined> {
+export async function runReference(
+  store: RunStore,
+  named: ReferenceRef | undefined,
+  given?: ReferenceFiles,
+): Promise<ReferenceFiles | undefined> {
   if (!named) {
-    if (given) throw new Error('a KL reference model was given but the config does not name it (config.rl.reference), so the run directory would not say what it was trained against');
+    if (given)
+      throw new Error(
+        'a KL reference model was given but the config does not name it (config.rl.reference), so the run directory would not say what it was trained against',
+      );
     return undefined;
   }
   const stored = await store.read(REFERENCE_MODEL_FILE);
@@ -101,7 +108,10 @@ export async function runReference(store: RunStore, named: ReferenceRef | undefi
       );
     }
     const tokenizerText = await readText(store, REFERENCE_TOKENIZER_FILE);
-    if (tokenizerText === null) throw new Error(`${REFERENCE_TOKENIZER_FILE} is missing from the run directory: the KL reference ${describeReference(named)} needs its tokenizer; use a new run name`);
+    if (tokenizerText === null)
+      throw new Error(
+        `${REFERENCE_TOKENIZER_FILE} is missing from the run directory: the KL reference ${describeReference(named)} needs its tokenizer; use a new run name`,
+      );
     return { bytes: stored, tokenizerText };
   }
   if (!given) {
@@ -111,7 +121,10 @@ export async function runReference(store: RunStore, named: ReferenceRef | undefi
     );
   }
   const sha = await sha256Hex(given.bytes);
-  if (sha !== named.sha256) throw new Error(`the model given as the KL reference (SHA-256 ${short(sha)}) is not the one the config names, ${describeReference(named)}`);
+  if (sha !== named.sha256)
+    throw new Error(
+      `the model given as the KL reference (SHA-256 ${short(sha)}) is not the one the config names, ${describeReference(named)}`,
+    );
   const existing = await readJson<{ cfg?: RlConfig }>(store, 'config.json');
   const other = existing?.cfg?.rl?.reference;
   if (!existing || (other?.name === named.name && other.sha256 === named.sha256)) {

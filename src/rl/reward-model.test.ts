@@ -34,20 +34,35 @@ describe('reward model', () => {
       { task_id: 'a', seq: { ids: [1, 4], promptLength: 1 }, label: 0 },
       { task_id: 'b', seq: { ids: [1, 5], promptLength: 1 }, label: 1 },
     ];
-    expect(makePairs(s)).toEqual([{ better: 0, worse: 1 }, { better: 0, worse: 2 }]);
+    expect(makePairs(s)).toEqual([
+      { better: 0, worse: 1 },
+      { better: 0, worse: 2 },
+    ]);
   });
 
   test('Bradley-Terry training ranks held-out pairs it never saw', async () => {
     const cfg = { ...resolveConfig('tiny').rm, steps: 60, batch: 8, lr: 1e-2, heldoutShare: 0.3 };
-    const rm = createBackend('cpu', { config, params: initParams(paramTable(config), 2), optim: { ...DEFAULT_OPTIM, lr: cfg.lr, weightDecay: 0 } });
+    const rm = createBackend('cpu', {
+      config,
+      params: initParams(paramTable(config), 2),
+      optim: { ...DEFAULT_OPTIM, lr: cfg.lr, weightDecay: 0 },
+    });
     const samples = toySamples(40);
-    const before = await rmScores(rm, samples.map((s) => s.seq), 15);
+    const before = await rmScores(
+      rm,
+      samples.map((s) => s.seq),
+      15,
+    );
     const r = await trainRewardModel(rm, samples, cfg, 1, 15);
     expect(r.heldoutPairs).toBeGreaterThan(4);
     expect(r.history[r.history.length - 1]!.loss).toBeLessThan(r.history[0]!.loss);
     expect(r.trainAccuracy).toBeGreaterThan(0.9);
     expect(r.heldoutAccuracy).toBeGreaterThan(0.8);
-    const after = await rmScores(rm, samples.map((s) => s.seq), 15);
+    const after = await rmScores(
+      rm,
+      samples.map((s) => s.seq),
+      15,
+    );
     expect(after).not.toEqual(before);
     expect(Number.isFinite(r.scoreStd) && r.scoreStd > 0).toBe(true);
   }, 120_000);

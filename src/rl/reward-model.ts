@@ -105,7 +105,9 @@ function valueBatch(seqs: readonly Sequence[], targets: readonly number[], padId
 export class NoPairsError extends Error {
   override readonly name = 'NoPairsError';
   constructor(samples: number) {
-    super(`reward model: no training pairs among ${samples} samples (every task's samples got the same label); raise rm.samplesPerTask, or train SFT longer so that some samples pass`);
+    super(
+      `reward model: no training pairs among ${samples} samples (every task's samples got the same label); raise rm.samplesPerTask, or train SFT longer so that some samples pass`,
+    );
   }
 }
 
@@ -113,7 +115,14 @@ export interface RmHooks {
   onPoint?: (p: RmPoint) => void | Promise<void>;
 }
 
-export async function trainRewardModel(rm: PolicyBackend, samples: readonly LabelledSample[], cfg: RewardModelConfig, seed: number, padId: number, hooks: RmHooks = {}): Promise<RmResult> {
+export async function trainRewardModel(
+  rm: PolicyBackend,
+  samples: readonly LabelledSample[],
+  cfg: RewardModelConfig,
+  seed: number,
+  padId: number,
+  hooks: RmHooks = {},
+): Promise<RmResult> {
   const maxT = rm.config.contextLength;
   const heldTask = (id: string) => (hashString(`${seed}/rm/${id}`) % 1000) / 1000 < cfg.heldoutShare;
   const trainIdx = samples.map((_, i) => i).filter((i) => !heldTask(samples[i]!.task_id));
@@ -122,7 +131,8 @@ export async function trainRewardModel(rm: PolicyBackend, samples: readonly Labe
   const heldPairs = allPairs.filter((p) => heldTask(samples[p.better]!.task_id));
   if (cfg.objective === 'bt' && !trainPairs.length) throw new NoPairsError(samples.length);
   const rng = new Rng(seed);
-  const pick = <T>(xs: readonly T[], n: number): T[] => Array.from({ length: Math.min(n, xs.length) }, () => xs[Math.floor(rng.next() * xs.length)]!);
+  const pick = <T>(xs: readonly T[], n: number): T[] =>
+    Array.from({ length: Math.min(n, xs.length) }, () => xs[Math.floor(rng.next() * xs.length)]!);
   const history: RmPoint[] = [];
   for (let step = 1; step <= cfg.steps; step++) {
     let seqs: Sequence[];
@@ -155,7 +165,11 @@ export async function trainRewardModel(rm: PolicyBackend, samples: readonly Labe
     history.push(point);
     await hooks.onPoint?.(point);
   }
-  const scores = await rmScores(rm, samples.map((s) => s.seq), padId);
+  const scores = await rmScores(
+    rm,
+    samples.map((s) => s.seq),
+    padId,
+  );
   const { mean, std } = meanStd(trainIdx.map((i) => scores[i]!));
   return {
     params: await rm.getParams(),

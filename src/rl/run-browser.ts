@@ -99,7 +99,10 @@ async function openRuntime(): Promise<{ runtime: GpuRuntime; note: null } | { ru
 }
 
 /** What a fault drill (injectFault) can reach: the run's GPU runtime and its live training backends. */
-const drill: { runtime: GpuRuntime | null; backends: Set<{ backend: PolicyBackend; optim: OptimConfig }> } = { runtime: null, backends: new Set() };
+const drill: { runtime: GpuRuntime | null; backends: Set<{ backend: PolicyBackend; optim: OptimConfig }> } = {
+  runtime: null,
+  backends: new Set(),
+};
 
 export type FaultKind = 'lose-device' | 'non-finite';
 
@@ -116,7 +119,7 @@ export function injectFault(kind: FaultKind): string {
   if (kind === 'lose-device') {
     if (!drill.runtime) throw new Error('injectFault: this run has no GPU device (cpu backend)');
     drill.runtime.device.destroy();
-    return 'destroyed the run\'s GPU device';
+    return "destroyed the run's GPU device";
   }
   if (kind === 'non-finite') {
     if (!drill.backends.size) throw new Error('injectFault: no training backend is live right now');
@@ -163,14 +166,18 @@ export async function runInBrowser(o: BrowserRunOptions): Promise<Summary> {
       backend,
       store,
       scorer: s,
-      makeBackend: (config, params, optim, optimizer) => drillable(backend, { config, params, optim, optimizer, runtime: runtime ?? undefined }),
+      makeBackend: (config, params, optim, optimizer) =>
+        drillable(backend, { config, params, optim, optimizer, runtime: runtime ?? undefined }),
       exploreFor: (tok) => exploreHook(tok, o.cfg.explore),
       onEvent: o.onEvent,
       onMetrics: o.onMetrics,
       shouldStop: o.shouldStop,
       gate: o.gate,
       suiteText: o.suiteText,
-      reference: refFiles && named && onnxReference(wasmOrt, { ...refFiles, file: named.name, tokenizerFile: REFERENCE_TOKENIZER_FILE }, `${named.name} (KL reference)`),
+      reference:
+        refFiles &&
+        named &&
+        onnxReference(wasmOrt, { ...refFiles, file: named.name, tokenizerFile: REFERENCE_TOKENIZER_FILE }, `${named.name} (KL reference)`),
     });
   } catch (e) {
     if (!runtime || e instanceof StoppedError) throw e;

@@ -20,7 +20,10 @@ function rawBundle(header: unknown, data: Uint8Array[] = []): Uint8Array {
   const parts = [text('coderl-run\n'), u32(head.length), head, u32(crc32(head)), ...data];
   const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
   let at = 0;
-  for (const p of parts) (out.set(p, at), (at += p.length));
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.length;
+  }
   return out;
 }
 function u32(x: number): Uint8Array {
@@ -46,7 +49,11 @@ describe('run bundle', () => {
   });
 
   it('carries the files of a run with an ONNX KL reference (rl/reference.ts) under reference/', () => {
-    const files = [...FILES, { path: REFERENCE_TOKENIZER_FILE, data: text('{"merges":[]}') }, { path: REFERENCE_MODEL_FILE, data: binary.subarray(0, 300) }];
+    const files = [
+      ...FILES,
+      { path: REFERENCE_TOKENIZER_FILE, data: text('{"merges":[]}') },
+      { path: REFERENCE_MODEL_FILE, data: binary.subarray(0, 300) },
+    ];
     const back = unpackRun(packRun(files, { run: 'with-ref' }));
     expect(back.files.map((f) => f.path).slice(-2)).toEqual(['reference/tokenizer.json', 'reference/model.onnx']);
     expect(back.files.at(-1)!.data).toEqual(binary.subarray(0, 300));
@@ -87,7 +94,9 @@ describe('run bundle', () => {
   });
 
   it('rejects an unsupported version or format, and a malformed header', () => {
-    expect(() => unpackRun(rawBundle(header([entry('a', one)], { version: 2 }), [one]))).toThrow('run bundle: unsupported version 2 (this app reads version 1)');
+    expect(() => unpackRun(rawBundle(header([entry('a', one)], { version: 2 }), [one]))).toThrow(
+      'run bundle: unsupported version 2 (this app reads version 1)',
+    );
     expect(() => unpackRun(rawBundle(header([entry('a', one)], { format: 'zip' }), [one]))).toThrow(/header format is "zip"/);
     expect(() => unpackRun(rawBundle(header([{ path: 'a', bytes: -1, crc32: '00000000' }])))).toThrow(/file 0 \(a\): bad byte length -1/);
     expect(() => unpackRun(rawBundle(header([{ path: 'a', bytes: 0, crc32: 'zz' }])))).toThrow(/file 0 \(a\): bad checksum field/);

@@ -136,8 +136,10 @@ function parseHeader(head: Uint8Array): Header {
   } catch (e) {
     return fail(`header is not valid JSON (${(e as Error).message})`);
   }
-  if (typeof h !== 'object' || h === null || h.format !== RUN_BUNDLE_FORMAT) fail(`header format is ${JSON.stringify(h?.format)}, not "${RUN_BUNDLE_FORMAT}"`);
-  if (h.version !== RUN_BUNDLE_VERSION) fail(`unsupported version ${JSON.stringify(h.version)} (this app reads version ${RUN_BUNDLE_VERSION})`);
+  if (typeof h !== 'object' || h === null || h.format !== RUN_BUNDLE_FORMAT)
+    fail(`header format is ${JSON.stringify(h?.format)}, not "${RUN_BUNDLE_FORMAT}"`);
+  if (h.version !== RUN_BUNDLE_VERSION)
+    fail(`unsupported version ${JSON.stringify(h.version)} (this app reads version ${RUN_BUNDLE_VERSION})`);
   if (typeof h.run !== 'string' || h.run === '') fail('header has no run name');
   if (!Array.isArray(h.files)) fail('header has no file list');
   const files = h.files as unknown[];
@@ -145,7 +147,8 @@ function parseHeader(head: Uint8Array): Header {
     const f = e as Partial<HeaderEntry> | null;
     if (typeof f !== 'object' || f === null) return fail(`file ${i}: not an object`);
     if (!Number.isSafeInteger(f.bytes) || f.bytes! < 0) fail(`file ${i} (${String(f.path)}): bad byte length ${JSON.stringify(f.bytes)}`);
-    if (typeof f.crc32 !== 'string' || !/^[0-9a-f]{8}$/.test(f.crc32)) fail(`file ${i} (${String(f.path)}): bad checksum field ${JSON.stringify(f.crc32)}`);
+    if (typeof f.crc32 !== 'string' || !/^[0-9a-f]{8}$/.test(f.crc32))
+      fail(`file ${i} (${String(f.path)}): bad checksum field ${JSON.stringify(f.crc32)}`);
   });
   checkFiles(files.map((f) => (f as HeaderEntry).path));
   return h as Header;

@@ -31,7 +31,7 @@ function parseLines<T>(text: string, file: string): T[] {
     try {
       out.push(JSON.parse(line) as T);
     } catch (e) {
-      throw new Error(`${file} line ${i + 1}: not valid JSON (${(e as Error).message})`);
+      throw new Error(`${file} line ${i + 1}: not valid JSON (${(e as Error).message})`, { cause: e });
     }
   });
   return out;
@@ -43,7 +43,8 @@ export async function readMetrics(store: RunStore): Promise<MetricLine[]> {
   if (text === null) return [];
   const lines = parseLines<MetricLine>(text, 'metrics.jsonl');
   lines.forEach((l, i) => {
-    if (typeof l !== 'object' || l === null || typeof l.stage !== 'string') throw new Error(`metrics.jsonl line ${i + 1}: expected an object with a "stage"`);
+    if (typeof l !== 'object' || l === null || typeof l.stage !== 'string')
+      throw new Error(`metrics.jsonl line ${i + 1}: expected an object with a "stage"`);
   });
   return lines;
 }

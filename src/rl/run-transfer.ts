@@ -30,7 +30,8 @@ export async function importRun(bytes: Uint8Array, name?: string): Promise<strin
   checkRunName(run);
   const store = (await runStorage()).open(run);
   const existing = (await store.files()).length;
-  if (existing > 0) throw new Error(`a run named "${run}" already exists (${existing} files) and was left as it is; import under another name`);
+  if (existing > 0)
+    throw new Error(`a run named "${run}" already exists (${existing} files) and was left as it is; import under another name`);
   for (const f of bundle.files) await store.write(f.path, f.data);
   return run;
 }

@@ -52,12 +52,19 @@ function post(m: FromRunWorker): void {
 }
 
 /** A programming error rather than a failure the code reports on purpose: where it was thrown helps. */
-const isBug = (e: unknown): boolean => e instanceof TypeError || e instanceof ReferenceError || e instanceof RangeError || e instanceof SyntaxError;
+const isBug = (e: unknown): boolean =>
+  e instanceof TypeError || e instanceof ReferenceError || e instanceof RangeError || e instanceof SyntaxError;
 
 /** The error's message; with `where`, what raised it (the stack's first frame) when the stack has one. */
 function describe(e: unknown, where = isBug(e)): string {
   const text = e instanceof Error ? e.message || e.name : String(e);
-  const frame = where && e instanceof Error ? e.stack?.split('\n').find((l) => /^\s+at /.test(l))?.trim() : undefined;
+  const frame =
+    where && e instanceof Error
+      ? e.stack
+          ?.split('\n')
+          .find((l) => /^\s+at /.test(l))
+          ?.trim()
+      : undefined;
   return (text || 'unknown error') + (frame ? ` (${frame})` : '');
 }
 
@@ -81,7 +88,6 @@ function followPageStorage(kind: RunStorageKind): void {
     Object.defineProperty(navigator.storage, 'getDirectory', { value: undefined, configurable: true });
   }
 }
-
 
 async function start(m: Extract<ToRunWorker, { type: 'start' }>): Promise<void> {
   followPageStorage(m.storage);

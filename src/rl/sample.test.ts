@@ -17,7 +17,10 @@ beforeAll(async () => {
 });
 
 const set = buildTaskSet({ seed: 2, families: ['spec'] });
-const tok = trainTokenizer([...set.train].map((t) => t.prompt + t.reference), { vocabSize: 320 });
+const tok = trainTokenizer(
+  [...set.train].map((t) => t.prompt + t.reference),
+  { vocabSize: 320 },
+);
 const prompt = '// add 3 to x\nfunction f(x) {\n';
 const ids = (s: string) => Array.from(tok.encode(s));
 
@@ -66,7 +69,9 @@ describe('sampleTasks', () => {
 
   test('the API guide plugs in as the constrain hook and reports its counters', async () => {
     const hook = exploreHook(tok, { syntax: false, api: 'mask', apiStrength: 2, repair: false })!;
-    const strTasks = buildTaskSet({ seed: 2, families: ['spec'] }).heldout.filter((t) => t.prompt.includes('function f(s)')).slice(0, 4);
+    const strTasks = buildTaskSet({ seed: 2, families: ['spec'] })
+      .heldout.filter((t) => t.prompt.includes('function f(s)'))
+      .slice(0, 4);
     await sampleTasks(backend, tok, strTasks, { samplesPerTask: 2, temperature: 1, maxNewTokens: 12, seed: 1, constrain: hook.constrain });
     const m = hook.metrics();
     expect(Object.keys(m).some((k) => k.startsWith('explore/api_'))).toBe(true);

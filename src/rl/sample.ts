@@ -84,11 +84,15 @@ export function firstNonViable(syntax: JsSyntax, tok: Tokenizer, prompt: string,
 
 /** Samples `samplesPerTask` completions per task; the order is task-major (task 0's samples first). */
 export async function sampleTasks(backend: PolicyBackend, tok: Tokenizer, tasks: readonly Task[], opts: SampleOptions): Promise<Sample[]> {
-  const rows = tasks.flatMap((task, group) => Array.from({ length: opts.samplesPerTask }, () => ({ task, group, prompt: Array.from(tok.encode(task.prompt)) })));
+  const rows = tasks.flatMap((task, group) =>
+    Array.from({ length: opts.samplesPerTask }, () => ({ task, group, prompt: Array.from(tok.encode(task.prompt)) })),
+  );
   const maxT = backend.config.contextLength;
   for (const r of rows) {
     if (r.prompt.length + opts.maxNewTokens > maxT) {
-      throw new Error(`task ${r.task.task_id}: prompt of ${r.prompt.length} tokens + ${opts.maxNewTokens} new tokens exceeds the model's context of ${maxT}`);
+      throw new Error(
+        `task ${r.task.task_id}: prompt of ${r.prompt.length} tokens + ${opts.maxNewTokens} new tokens exceeds the model's context of ${maxT}`,
+      );
     }
   }
   const out: Sample[] = [];
@@ -103,11 +107,30 @@ export async function sampleTasks(backend: PolicyBackend, tok: Tokenizer, tasks:
             return step === 0 && step0 ? combineConstraints(own, { allowMask: step0.slice(0, prompts.length * words) }) : own;
           }
         : undefined;
-    return backend.generate(prompts, { maxNewTokens: maxNew, temperature: opts.temperature, seed: (opts.seed * 7919 + call++) >>> 0, eosId: tok.eosId, constrain });
+    return backend.generate(prompts, {
+      maxNewTokens: maxNew,
+      temperature: opts.temperature,
+      seed: (opts.seed * 7919 + call++) >>> 0,
+      eosId: tok.eosId,
+      constrain,
+    });
   };
   for (const part of chunks(rows, opts.batch ?? 64)) {
-    const res = await gen(part.map((r) => r.prompt), part.map((r) => r.task.prompt), opts.maxNewTokens);
-    const samples = part.map((r, i) => ({ task: r.task, group: r.group, prompt: r.prompt, tokens: res.tokens[i]!, completion: '', logprobs: res.logprobs[i]!, finish: res.finish[i]! as string, syntaxRejections: 0 }));
+    const res = await gen(
+      part.map((r) => r.prompt),
+      part.map((r) => r.task.prompt),
+      opts.maxNewTokens,
+    );
+    const samples = part.map((r, i) => ({
+      task: r.task,
+      group: r.group,
+      prompt: r.prompt,
+      tokens: res.tokens[i]!,
+      completion: '',
+      logprobs: res.logprobs[i]!,
+      finish: res.finish[i]! as string,
+      syntaxRejections: 0,
+    }));
     if (opts.syntax) await resampleNonViable(samples, opts.syntax, opts.syntaxRetries ?? 4, gen);
     for (const s of samples) {
       const text = s.tokens[s.tokens.length - 1] === tok.eosId ? s.tokens.slice(0, -1) : s.tokens;
@@ -138,7 +161,9 @@ export async function sampleTasks(backend: PolicyBackend, tok: Tokenizer, tasks:
         for (let v = 0; v < V; v++) if (!ban.has(v)) mask[k * words + (v >>> 5)]! |= 1 << (v & 31);
       });
       // one batched call, or one call per sample where the padded batch would overflow the context
-      const fits = Math.max(...todo.map(({ s, j }) => s.prompt.length + j)) + Math.max(...todo.map(({ j }) => opts.maxNewTokens - j)) <= backend.config.contextLength;
+      const fits =
+        Math.max(...todo.map(({ s, j }) => s.prompt.length + j)) + Math.max(...todo.map(({ j }) => opts.maxNewTokens - j)) <=
+        backend.config.contextLength;
       const groups = fits ? [todo.map((_, k) => k)] : todo.map((_, k) => [k]);
       for (const g of groups) {
         const items = g.map((k) => todo[k]!);

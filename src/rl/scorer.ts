@@ -19,7 +19,11 @@ export interface Scorer {
  * repair turn's task differs from the original only in its prompt, under the same id), so the
  * items get private ids for the run and their task ids back afterwards.
  */
-export async function scoreRollouts(s: Scorer, items: readonly { task: Task; completion: string }[], reward: RewardConfig): Promise<ScoreRecord[]> {
+export async function scoreRollouts(
+  s: Scorer,
+  items: readonly { task: Task; completion: string }[],
+  reward: RewardConfig,
+): Promise<ScoreRecord[]> {
   const tasks = items.map((i, k) => ({ ...i.task, task_id: `${k}` }));
   const completions = items.map((i, k) => ({ task_id: `${k}`, completion: i.completion }));
   const records = await scoreCompletions(s.pool, tasks, completions);

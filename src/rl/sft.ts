@@ -76,7 +76,15 @@ export interface SftHooks {
   resume?: { progress: SftProgress; best: Float32Array };
 }
 
-export async function runSft(backend: PolicyBackend, tok: Tokenizer, train: readonly GeneratedTask[], val: readonly GeneratedTask[], cfg: SftConfig, seed: number, hooks: SftHooks = {}): Promise<SftResult> {
+export async function runSft(
+  backend: PolicyBackend,
+  tok: Tokenizer,
+  train: readonly GeneratedTask[],
+  val: readonly GeneratedTask[],
+  cfg: SftConfig,
+  seed: number,
+  hooks: SftHooks = {},
+): Promise<SftResult> {
   if (!train.length) throw new Error('SFT: the train split is empty');
   if (!val.length) throw new Error('SFT: the validation split is empty (tasks.valShare > 0 is needed for early stopping)');
   const trainSeqs = sftSequences(tok, train);
@@ -86,7 +94,11 @@ export async function runSft(backend: PolicyBackend, tok: Tokenizer, train: read
   const nextBatch = (): Sequence[] => {
     const out: Sequence[] = [];
     while (out.length < Math.min(cfg.batch, trainSeqs.length)) {
-      if (!order.length) order = shuffle(trainSeqs.map((_, i) => i), rng);
+      if (!order.length)
+        order = shuffle(
+          trainSeqs.map((_, i) => i),
+          rng,
+        );
       out.push(trainSeqs[order.pop()!]!);
     }
     return out;

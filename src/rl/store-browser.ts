@@ -91,7 +91,8 @@ type DirHandle = FileSystemDirectoryHandle & { values(): AsyncIterable<FileSyste
 
 async function opfsStorage(): Promise<RunStorage> {
   if (typeof navigator === 'undefined' || typeof navigator.storage?.getDirectory !== 'function') throw new Error('OPFS is not available');
-  if (typeof FileSystemFileHandle === 'undefined' || !('createWritable' in FileSystemFileHandle.prototype)) throw new Error('OPFS cannot write here');
+  if (typeof FileSystemFileHandle === 'undefined' || !('createWritable' in FileSystemFileHandle.prototype))
+    throw new Error('OPFS cannot write here');
   const root = await (await navigator.storage.getDirectory()).getDirectoryHandle(OPFS_DIR, { create: true });
 
   return {
@@ -180,7 +181,12 @@ async function indexedDbStorage(): Promise<RunStorage> {
   req.onupgradeneeded = () => req.result.createObjectStore('files');
   const db = await done(req);
   const keysUnder = async (prefix: string): Promise<string[]> =>
-    (await done(db.transaction('files', 'readonly').objectStore('files').getAllKeys(IDBKeyRange.bound(prefix, `${prefix}\uffff`)))) as string[];
+    (await done(
+      db
+        .transaction('files', 'readonly')
+        .objectStore('files')
+        .getAllKeys(IDBKeyRange.bound(prefix, `${prefix}\uffff`)),
+    )) as string[];
 
   return {
     kind: 'indexeddb',

@@ -19,7 +19,7 @@ export async function readJson<T>(store: RunStore, name: string): Promise<T | nu
   try {
     return JSON.parse(t) as T;
   } catch (e) {
-    throw new Error(`${name}: not valid JSON (${(e as Error).message}); remove it to redo its stage`);
+    throw new Error(`${name}: not valid JSON (${(e as Error).message}); remove it to redo its stage`, { cause: e });
   }
 }
 

@@ -10,6 +10,17 @@ export const MINI_RUN = {
   tasks: { families: ['spec'], heldoutShare: 0.1, rlShare: 0.1 },
   sft: { maxSteps: 4, evalEvery: 2, batch: 8 },
   rm: { enabled: false, weight: 0.1 },
-  rl: { algo: 'ppo', groupStd: true, kl: { coef: 0.02 }, iterations: 1, promptsPerIteration: 2, samplesPerPrompt: 2, maxNewTokens: 10, minibatch: 4, epochs: 1, evalEvery: 1 },
+  rl: {
+    algo: 'ppo',
+    groupStd: true,
+    kl: { coef: 0.02 },
+    iterations: 1,
+    promptsPerIteration: 2,
+    samplesPerPrompt: 2,
+    maxNewTokens: 10,
+    minibatch: 4,
+    epochs: 1,
+    evalEvery: 1,
+  },
   eval: { samples: 1, k: [1], maxNewTokens: 10 },
 };

@@ -22,9 +22,22 @@ let honestTasks: Task[];
 beforeAll(async () => {
   pool = await createNodePool({ size: 2 });
   const suite = (await loadSuite(new Uint8Array(readFileSync(`${BENCHMARKS_DIR}/humaneval-x-js.jsonl.gz`)), 'x')).items;
-  honestTasks = [JS_TASK, ...suite.filter((t, i) => i % 8 === 0 && !['JavaScript/112', 'JavaScript/155', 'JavaScript/162'].includes(t.task_id))];
-  const a = await Promise.all(JS_ATTACKS.map(async (x) => (await pool.submit({ task: JS_TASK, completion: x.completion, limits: { ...limits, timeoutMs: x.timeoutMs ?? limits.timeoutMs } })).result));
-  const h = await Promise.all(honestTasks.map(async (t) => (await pool.submit({ task: t, completion: t.canonical_solution!, limits: { ...limits, timeoutMs: 5000 } })).result));
+  honestTasks = [
+    JS_TASK,
+    ...suite.filter((t, i) => i % 8 === 0 && !['JavaScript/112', 'JavaScript/155', 'JavaScript/162'].includes(t.task_id)),
+  ];
+  const a = await Promise.all(
+    JS_ATTACKS.map(
+      async (x) =>
+        (await pool.submit({ task: JS_TASK, completion: x.completion, limits: { ...limits, timeoutMs: x.timeoutMs ?? limits.timeoutMs } }))
+          .result,
+    ),
+  );
+  const h = await Promise.all(
+    honestTasks.map(
+      async (t) => (await pool.submit({ task: t, completion: t.canonical_solution!, limits: { ...limits, timeoutMs: 5000 } })).result,
+    ),
+  );
   [attacks, honest] = await Promise.all([Promise.all(a), Promise.all(h)]);
 }, 60_000);
 
@@ -34,21 +47,36 @@ describe('adversarial JavaScript programs', () => {
   test('the corpus covers every item of the threat model', () => {
     const threats = new Set(JS_ATTACKS.map((a) => a.threat));
     for (const t of [
-      'overrides console.assert', 'overrides JSON.stringify', 'changes Object.prototype', 'changes Array prototypes',
-      'changes String prototypes', 'changes other intrinsics', 'calls process.exit', 'posts fake result messages',
-      'prints fake result markers', 'throws odd objects', 'never returns', 'allocates without bound', 'floods output',
-      'recurses without end', 'schedules work after the tests',
-    ]) expect(threats.has(t), t).toBe(true);
+      'overrides console.assert',
+      'overrides JSON.stringify',
+      'changes Object.prototype',
+      'changes Array prototypes',
+      'changes String prototypes',
+      'changes other intrinsics',
+      'calls process.exit',
+      'posts fake result messages',
+      'prints fake result markers',
+      'throws odd objects',
+      'never returns',
+      'allocates without bound',
+      'floods output',
+      'recurses without end',
+      'schedules work after the tests',
+    ])
+      expect(threats.has(t), t).toBe(true);
   });
 
-  test.each(JS_ATTACKS.map((a, i) => [a.name, a.threat, a.verdict, i] as const))('%s (%s): no credit, verdict %s', (_name, _threat, verdict, i) => {
-    const r = attacks[i]!;
-    expect(r.verdict).toBe(verdict);
-    expect(r.passed).toBe(false);
-    expect(r.tests.filter((t) => t.status === 'passed')).toEqual([]);
-    expect(r.tests).toHaveLength(5);
-    if (verdict !== 'failed') expect(r.message).toBeTruthy();
-  });
+  test.each(JS_ATTACKS.map((a, i) => [a.name, a.threat, a.verdict, i] as const))(
+    '%s (%s): no credit, verdict %s',
+    (_name, _threat, verdict, i) => {
+      const r = attacks[i]!;
+      expect(r.verdict).toBe(verdict);
+      expect(r.passed).toBe(false);
+      expect(r.tests.filter((t) => t.status === 'passed')).toEqual([]);
+      expect(r.tests).toHaveLength(5);
+      if (verdict !== 'failed') expect(r.message).toBeTruthy();
+    },
+  );
 
   test('tampering and limit verdicts name what happened', () => {
     const msg = (name: string): string => attacks[JS_ATTACKS.findIndex((a) => a.name === name)]!.message ?? '';

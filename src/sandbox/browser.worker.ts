@@ -14,11 +14,13 @@ interface WorkerScope {
 const scope = self as unknown as WorkerScope;
 const post = scope.postMessage.bind(scope); // captured before any job runs
 
-const loadPyodide = (init: { pyodideIndexURL?: string }): LoadPyodide => async (config) => {
-  const { loadPyodide: load } = await import('pyodide');
-  const indexURL = init.pyodideIndexURL;
-  return (await load(indexURL ? { ...config, indexURL } : config)) as unknown as Awaited<ReturnType<LoadPyodide>>;
-};
+const loadPyodide =
+  (init: { pyodideIndexURL?: string }): LoadPyodide =>
+  async (config) => {
+    const { loadPyodide: load } = await import('pyodide');
+    const indexURL = init.pyodideIndexURL;
+    return (await load(indexURL ? { ...config, indexURL } : config)) as unknown as Awaited<ReturnType<LoadPyodide>>;
+  };
 
 // the worker reports only through messages; Pyodide's own console chatter (e.g. a write refused
 // at the output limit) is dropped

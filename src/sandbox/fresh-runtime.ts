@@ -215,7 +215,8 @@ export class FreshRuntime {
     fs.write = (stream, buffer, offset, length, position, canOwn) => {
       if (!stream.tty) {
         const node = stream.node;
-        if (!fs.isFile(node.mode)) take(length); // a pipe's buffer
+        if (!fs.isFile(node.mode))
+          take(length); // a pipe's buffer
         else {
           const start = stream.flags & O_APPEND ? size(node) : (position ?? stream.position);
           take(start + length - size(node));

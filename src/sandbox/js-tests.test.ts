@@ -54,6 +54,7 @@ describe('static tampering scan', () => {
       'const s = "JSON.stringify = 1"',
       'obj.Array.x = 1; myJSON.stringify = 2',
       'const f = (a) => Array.from(a).map((x) => x * 2)',
-    ]) expect(scanTampering(ok), ok).toBeUndefined();
+    ])
+      expect(scanTampering(ok), ok).toBeUndefined();
   });
 });

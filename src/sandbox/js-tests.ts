@@ -41,22 +41,43 @@ export function codeMask(src: string): Uint8Array {
     while (i < src.length) {
       const c = src[i];
       if (c === '\\') i += 2;
-      else if (c === '`') { i++; last = '`'; return; }
-      else if (c === '$' && src[i + 1] === '{') { braces.push(depth); depth++; i += 2; last = '{'; return; }
-      else i++;
+      else if (c === '`') {
+        i++;
+        last = '`';
+        return;
+      } else if (c === '$' && src[i + 1] === '{') {
+        braces.push(depth);
+        depth++;
+        i += 2;
+        last = '{';
+        return;
+      } else i++;
     }
   };
   while (i < src.length) {
     const c = src[i] as string;
     const next = src[i + 1];
-    if (c === '/' && next === '/') { while (i < src.length && src[i] !== '\n') i++; continue; }
-    if (c === '/' && next === '*') { const end = src.indexOf('*/', i + 2); i = end < 0 ? src.length : end + 2; continue; }
+    if (c === '/' && next === '/') {
+      while (i < src.length && src[i] !== '\n') i++;
+      continue;
+    }
+    if (c === '/' && next === '*') {
+      const end = src.indexOf('*/', i + 2);
+      i = end < 0 ? src.length : end + 2;
+      continue;
+    }
     if (c === '"' || c === "'") {
       i++;
       while (i < src.length && src[i] !== c && src[i] !== '\n') i += src[i] === '\\' ? 2 : 1;
-      i++; last = c; continue;
+      i++;
+      last = c;
+      continue;
     }
-    if (c === '`') { i++; skipTemplate(); continue; }
+    if (c === '`') {
+      i++;
+      skipTemplate();
+      continue;
+    }
     if (c === '/' && (last === '' || REGEX_BEFORE.has(last) || REGEX_KEYWORDS.test(src.slice(Math.max(0, i - 8), i).trimEnd()))) {
       i++;
       let inClass = false;
@@ -68,10 +89,15 @@ export function codeMask(src: string): Uint8Array {
       }
       i++;
       while (i < src.length && /[a-z]/i.test(src[i] as string)) i++;
-      last = '/'; continue;
+      last = '/';
+      continue;
     }
     if (c === '}' && braces.length && braces[braces.length - 1] === depth - 1) {
-      braces.pop(); depth--; i++; skipTemplate(); continue;
+      braces.pop();
+      depth--;
+      i++;
+      skipTemplate();
+      continue;
     }
     mask[i] = 1;
     if (c === '{') depth++;

@@ -45,7 +45,10 @@ beforeAll(async () => {
   const jsSuite = (await loadSuite(new Uint8Array(readFileSync(benchmarkPath('humaneval-x-js.jsonl.gz'))), 'humaneval-x-js')).items;
   honestTasks = [PY_TASK, JS_TASK, ...py.slice(0, 4), ...jsSuite.slice(0, 4)];
   const score = (task: Task, a: Attack) => pool.run({ task, completion: a.completion, limits });
-  [pyResults, jsResults] = await Promise.all([Promise.all(pyAttacks.map((a) => score(PY_TASK, a))), Promise.all(jsAttacks.map((a) => score(JS_TASK, a)))]);
+  [pyResults, jsResults] = await Promise.all([
+    Promise.all(pyAttacks.map((a) => score(PY_TASK, a))),
+    Promise.all(jsAttacks.map((a) => score(JS_TASK, a))),
+  ]);
   honest = await Promise.all(honestTasks.map((t) => pool.run({ task: t, completion: t.canonical_solution!, limits })));
   await settle(500); // a connection opened asynchronously would have been accepted by now
 }, 120_000);
@@ -60,20 +63,29 @@ describe('no network from sandboxed programs', () => {
     expect({ tcp: tcp.count(), ws: ws.count() }).toEqual({ tcp: 0, ws: 0 });
   });
 
-  test.each(pythonNetworkAttacks(1, 2).map((a, i) => [a.name, a.verdict, i] as const))('Python %s: no credit, verdict %s', (_n, verdict, i) => {
-    const r = pyResults[i]!;
-    expect(r.tests.filter((t) => t.status === 'passed')).toEqual([]);
-    expect(r.verdict, r.message).toBe(verdict);
-    expect(r.message).toBeTruthy();
-    if (verdict === 'tampering') expect(r.message).toMatch(/^the program tried to (reach the network \([\w.]+\); the sandbox has none|run a command on the host \([\w.]+\); the sandbox has no processes)$/);
-  });
+  test.each(pythonNetworkAttacks(1, 2).map((a, i) => [a.name, a.verdict, i] as const))(
+    'Python %s: no credit, verdict %s',
+    (_n, verdict, i) => {
+      const r = pyResults[i]!;
+      expect(r.tests.filter((t) => t.status === 'passed')).toEqual([]);
+      expect(r.verdict, r.message).toBe(verdict);
+      expect(r.message).toBeTruthy();
+      if (verdict === 'tampering')
+        expect(r.message).toMatch(
+          /^the program tried to (reach the network \([\w.]+\); the sandbox has none|run a command on the host \([\w.]+\); the sandbox has no processes)$/,
+        );
+    },
+  );
 
-  test.each(jsNetworkAttacks(1, 2).map((a, i) => [a.name, a.verdict, i] as const))('JavaScript %s: no credit, verdict %s', (_n, verdict, i) => {
-    const r = jsResults[i]!;
-    expect(r.tests.filter((t) => t.status === 'passed')).toEqual([]);
-    expect(r.verdict, r.message).toBe(verdict);
-    expect(r.message).toBeTruthy();
-  });
+  test.each(jsNetworkAttacks(1, 2).map((a, i) => [a.name, a.verdict, i] as const))(
+    'JavaScript %s: no credit, verdict %s',
+    (_n, verdict, i) => {
+      const r = jsResults[i]!;
+      expect(r.tests.filter((t) => t.status === 'passed')).toEqual([]);
+      expect(r.verdict, r.message).toBe(verdict);
+      expect(r.message).toBeTruthy();
+    },
+  );
 
   test('honest programs scored after them, in the same pool, pass', () => {
     expect(honest.map((r) => `${r.task_id} ${r.verdict}`)).toEqual(honestTasks.map((t) => `${t.task_id} passed`));

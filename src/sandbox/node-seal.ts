@@ -21,6 +21,7 @@ export function sealNodeRequire(): void {
   const loader = Module as unknown as Record<string, unknown>;
   Object.defineProperty(loader, '_load', { value: refuse('loading a module'), writable: false, configurable: false });
   const proc = process as unknown as Record<string, unknown>;
-  for (const name of ['binding', '_linkedBinding', 'dlopen']) Object.defineProperty(proc, name, { value: refuse(`process.${name}`), writable: false, configurable: false });
+  for (const name of ['binding', '_linkedBinding', 'dlopen'])
+    Object.defineProperty(proc, name, { value: refuse(`process.${name}`), writable: false, configurable: false });
   delete (globalThis as Record<string, unknown>).require;
 }

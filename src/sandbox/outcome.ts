@@ -44,11 +44,23 @@ function gradeSite(o: Observed, i: number, t: TestResult): TestResult {
   const fails = o.fails[i] ?? 0;
   const base = { ...t, evaluations };
   const at: SourceLocation = { in: 'tests', line: t.line };
-  if (o.programFailed) return { ...base, status: 'error', message: `the program failed before the tests: ${o.error?.message ?? 'error'}`, ...(o.error?.location ? { location: o.error.location } : {}) };
+  if (o.programFailed)
+    return {
+      ...base,
+      status: 'error',
+      message: `the program failed before the tests: ${o.error?.message ?? 'error'}`,
+      ...(o.error?.location ? { location: o.error.location } : {}),
+    };
   if (i === o.current) return { ...base, status: 'error', message: o.error?.message ?? 'error', location: o.error?.location ?? at };
   const own = o.siteErrors?.[i];
   if (own) return { ...base, status: 'error', message: own.message, location: own.location ?? at };
-  if (fails > 0) return { ...base, status: 'failed', message: `assertion failed${evaluations > 1 ? ` (${fails} of ${evaluations} evaluations)` : ''}: ${t.source}`, location: at };
+  if (fails > 0)
+    return {
+      ...base,
+      status: 'failed',
+      message: `assertion failed${evaluations > 1 ? ` (${fails} of ${evaluations} evaluations)` : ''}: ${t.source}`,
+      location: at,
+    };
   if (evaluations > 0) return { ...base, status: 'passed' };
   if (o.testsFinished) return { ...base, status: 'failed', message: `never evaluated: ${t.source}`, location: at };
   return { ...base, status: 'error', message: `not reached: ${o.error?.message ?? 'an earlier error stopped the tests'}` };
@@ -56,7 +68,13 @@ function gradeSite(o: Observed, i: number, t: TestResult): TestResult {
 
 function gradeWhole(o: Observed, t: TestResult): TestResult {
   if (o.testsFinished && !o.programFailed) return { ...t, status: 'passed', evaluations: 1 };
-  return { ...t, status: 'error', evaluations: 1, message: o.error?.message ?? 'error', ...(o.error?.location ? { location: o.error.location } : {}) };
+  return {
+    ...t,
+    status: 'error',
+    evaluations: 1,
+    message: o.error?.message ?? 'error',
+    ...(o.error?.location ? { location: o.error.location } : {}),
+  };
 }
 
 export function assemble(task_id: string, o: Observed, output: string, duration_ms: number): RunResult {
@@ -89,7 +107,11 @@ export function assemble(task_id: string, o: Observed, output: string, duration_
 }
 
 /** Maps the first program/tests frame of a stack trace back to completion, prompt or tests lines. */
-export function locate(stack: string, promptNewlines: number, files = { program: 'program.js', tests: 'tests.js' }): SourceLocation | undefined {
+export function locate(
+  stack: string,
+  promptNewlines: number,
+  files = { program: 'program.js', tests: 'tests.js' },
+): SourceLocation | undefined {
   const re = /([\w./-]+):(\d+)(?::\d+)?\)?\s*$/;
   for (const frame of stack.split('\n')) {
     const m = re.exec(frame.trim());

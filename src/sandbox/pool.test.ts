@@ -11,7 +11,13 @@ import { SandboxPool, type SpawnWorker } from './pool';
 import { nodeSpawner } from './pool.node';
 import { DEFAULT_LIMITS, type RunResult } from './result';
 
-const task: Task = { task_id: 'P/1', language: 'javascript', prompt: 'const f = (ms) => {\n', entry_point: 'f', tests: 'console.assert(f(150) === 1)\nconsole.assert(f(0) === 1)\n' };
+const task: Task = {
+  task_id: 'P/1',
+  language: 'javascript',
+  prompt: 'const f = (ms) => {\n',
+  entry_point: 'f',
+  tests: 'console.assert(f(150) === 1)\nconsole.assert(f(0) === 1)\n',
+};
 const slow = '  const t = Date.now(); while (Date.now() - t < ms);\n  return 1\n}\n';
 const job = (timeoutMs = 10_000) => ({ task, completion: slow, limits: { ...DEFAULT_LIMITS, timeoutMs, graceMs: 300 } });
 
@@ -50,7 +56,8 @@ describe('sandbox pool', () => {
   });
 
   test('a forged result (wrong nonce) is tampering; the worker is replaced and the next job passes', async () => {
-    const hostile = "p.on('message', (m) => { if (m.type === 'init') p.postMessage({ type: 'ready' }); else p.postMessage({ type: 'result', id: m.id, nonce: 'forged', recycle: false, result: { task_id: m.job.task.task_id, verdict: 'passed', passed: true, tests: [], output: '', duration_ms: 1 } }) })";
+    const hostile =
+      "p.on('message', (m) => { if (m.type === 'init') p.postMessage({ type: 'ready' }); else p.postMessage({ type: 'result', id: m.id, nonce: 'forged', recycle: false, result: { task_id: m.job.task.task_id, verdict: 'passed', passed: true, tests: [], output: '', duration_ms: 1 } }) })";
     pool = new SandboxPool({ spawn: await firstHostile(hostile), size: 1 });
     const forged = await pool.run(job());
     expect(forged).toMatchObject({ verdict: 'tampering', passed: false, message: expect.stringMatching(/does not belong to its job/) });
@@ -59,18 +66,27 @@ describe('sandbox pool', () => {
   });
 
   test('a message outside the protocol is tampering', async () => {
-    pool = new SandboxPool({ spawn: await firstHostile("p.on('message', (m) => p.postMessage(m.type === 'init' ? { type: 'ready' } : { type: 'passed', all: true }))"), size: 1 });
+    pool = new SandboxPool({
+      spawn: await firstHostile(
+        "p.on('message', (m) => p.postMessage(m.type === 'init' ? { type: 'ready' } : { type: 'passed', all: true }))",
+      ),
+      size: 1,
+    });
     expect(await pool.run(job())).toMatchObject({ verdict: 'tampering', message: expect.stringMatching(/outside the protocol/) });
   });
 
   test('a worker that dies mid-job: error verdict, replaced', async () => {
-    pool = new SandboxPool({ spawn: await firstHostile("p.on('message', (m) => m.type === 'init' ? p.postMessage({ type: 'ready' }) : process.exit(3))"), size: 1 });
+    pool = new SandboxPool({
+      spawn: await firstHostile("p.on('message', (m) => m.type === 'init' ? p.postMessage({ type: 'ready' }) : process.exit(3))"),
+      size: 1,
+    });
     expect(await pool.run(job())).toMatchObject({ verdict: 'error', message: expect.stringMatching(/crashed: exit code 3/) });
     expect((await pool.run(job())).verdict).toBe('passed');
   });
 
   test('a worker that starts a job and never answers is killed at the hard timeout; its tests are reported', async () => {
-    const hostile = "p.on('message', (m) => m.type === 'init' ? p.postMessage({ type: 'ready' }) : p.postMessage({ type: 'started', id: m.id, nonce: m.nonce, tests: [{ name: 'assert 1', status: 'error', line: 1, source: 'x', evaluations: 0 }] }))";
+    const hostile =
+      "p.on('message', (m) => m.type === 'init' ? p.postMessage({ type: 'ready' }) : p.postMessage({ type: 'started', id: m.id, nonce: m.nonce, tests: [{ name: 'assert 1', status: 'error', line: 1, source: 'x', evaluations: 0 }] }))";
     pool = new SandboxPool({ spawn: await firstHostile(hostile), size: 1 });
     const t0 = performance.now();
     const r = await pool.run(job(1000));
@@ -80,8 +96,15 @@ describe('sandbox pool', () => {
   });
 
   test('a worker that never starts the job is killed after startupMs', async () => {
-    pool = new SandboxPool({ spawn: await firstHostile("p.on('message', (m) => m.type === 'init' && p.postMessage({ type: 'ready' }))"), size: 1, startupMs: 300 });
-    expect(await pool.run(job())).toMatchObject({ verdict: 'timeout', message: expect.stringMatching(/did not start the job within 300 ms/) });
+    pool = new SandboxPool({
+      spawn: await firstHostile("p.on('message', (m) => m.type === 'init' && p.postMessage({ type: 'ready' }))"),
+      size: 1,
+      startupMs: 300,
+    });
+    expect(await pool.run(job())).toMatchObject({
+      verdict: 'timeout',
+      message: expect.stringMatching(/did not start the job within 300 ms/),
+    });
   });
 
   test('close() settles queued jobs', async () => {

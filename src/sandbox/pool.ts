@@ -56,7 +56,14 @@ interface Slot {
   ready: boolean;
   /** the worker's interrupt word (see WorkerInit.interrupt), where SharedArrayBuffer exists */
   interrupt?: Int32Array;
-  active?: { id: number; nonce: string; entry: Entry; tests: TestResult[]; timer: ReturnType<typeof setTimeout>; soft?: ReturnType<typeof setTimeout> };
+  active?: {
+    id: number;
+    nonce: string;
+    entry: Entry;
+    tests: TestResult[];
+    timer: ReturnType<typeof setTimeout>;
+    soft?: ReturnType<typeof setTimeout>;
+  };
   dead: boolean;
 }
 
@@ -149,7 +156,10 @@ export class SandboxPool {
       this.spaceWaiters.shift()?.();
       const id = this.nextId++;
       const nonce = newNonce();
-      const timer = setTimeout(() => this.kill(slot, `the worker did not start the job within ${this.startupMs} ms`, 'timeout'), this.startupMs);
+      const timer = setTimeout(
+        () => this.kill(slot, `the worker did not start the job within ${this.startupMs} ms`, 'timeout'),
+        this.startupMs,
+      );
       slot.active = { id, nonce, entry, tests: [], timer };
       entry.assigned(slot.serial);
       slot.handle.post({ type: 'run', id, nonce, job: entry.job });
@@ -167,7 +177,8 @@ export class SandboxPool {
     }
     if (m.type === 'fatal') return this.kill(slot, m.message, 'error');
     const a = slot.active;
-    if (!a || m.id !== a.id || m.nonce !== a.nonce) return this.kill(slot, 'the worker sent a message that does not belong to its job', 'tampering');
+    if (!a || m.id !== a.id || m.nonce !== a.nonce)
+      return this.kill(slot, 'the worker sent a message that does not belong to its job', 'tampering');
     if (m.type === 'started') {
       clearTimeout(a.timer);
       a.tests = m.tests;

@@ -31,9 +31,7 @@ export interface WorkerInit {
   interrupt?: SharedArrayBuffer;
 }
 
-export type ToWorker =
-  | { type: 'init'; init: WorkerInit }
-  | { type: 'run'; id: number; nonce: string; job: RunJob };
+export type ToWorker = { type: 'init'; init: WorkerInit } | { type: 'run'; id: number; nonce: string; job: RunJob };
 
 export type FromWorker =
   | { type: 'ready' }

@@ -16,7 +16,8 @@ import { BENCHMARKS_DIR } from '../tasks/benchmarks';
 const limits = { ...DEFAULT_LIMITS, timeoutMs: 2000, graceMs: 2500, pythonMemoryBytes: 48 << 20 };
 let pool: SandboxPool;
 let suite: Task[];
-const run = (task: Task, completion: string): Promise<RunResult> => pool.run({ task, completion, limits: { ...limits, timeoutMs: 10_000 } });
+const run = (task: Task, completion: string): Promise<RunResult> =>
+  pool.run({ task, completion, limits: { ...limits, timeoutMs: 10_000 } });
 
 beforeAll(async () => {
   pool = await createNodePool({ size: 1 });
@@ -39,7 +40,11 @@ describe('HumanEval Python', () => {
     const r = await run(t, '    if threshold < 0.1:\n        raise ValueError("small")\n    return threshold > 0.4\n');
     expect(r.tests).toHaveLength(7);
     expect(r.tests.map((x) => x.status)).toEqual(['failed', 'error', 'passed', 'failed', 'failed', 'passed', 'failed']);
-    expect(r.tests[1]).toMatchObject({ line: 11, location: { in: 'completion', line: 2 }, message: 'ValueError: small (completion line 2)' });
+    expect(r.tests[1]).toMatchObject({
+      line: 11,
+      location: { in: 'completion', line: 2 },
+      message: 'ValueError: small (completion line 2)',
+    });
     expect(r.verdict).toBe('error');
   });
 
@@ -72,7 +77,18 @@ describe('adversarial Python programs', () => {
   let attacks: RunResult[];
   let after: RunResult[];
   beforeAll(async () => {
-    const pending = await Promise.all(PY_ATTACKS.map(async (a) => (await pool.submit({ task: PY_TASK, completion: a.completion, limits: { ...limits, timeoutMs: a.timeoutMs ?? limits.timeoutMs } })).result));
+    const pending = await Promise.all(
+      PY_ATTACKS.map(
+        async (a) =>
+          (
+            await pool.submit({
+              task: PY_TASK,
+              completion: a.completion,
+              limits: { ...limits, timeoutMs: a.timeoutMs ?? limits.timeoutMs },
+            })
+          ).result,
+      ),
+    );
     attacks = await Promise.all(pending);
     after = await Promise.all([PY_TASK, ...suite.slice(0, 5), JS_TASK].map((t) => run(t, t.canonical_solution!)));
   }, 60_000);
@@ -105,7 +121,8 @@ describe('adversarial Python programs', () => {
       ['own audit hook spies on the harness', 'sys.addaudithook'],
       ['eval as __str__ in a harness frame', 'exec/eval in a harness frame'],
       ['ctypes PyEval_GetFrame', 'import ctypes'],
-    ] as const) expect(msg(name), name).toBe(`the program tried to inspect the interpreter: ${what} is not allowed in the sandbox`);
+    ] as const)
+      expect(msg(name), name).toBe(`the program tried to inspect the interpreter: ${what} is not allowed in the sandbox`);
     expect(msg('signal handler frame')).toMatch(/has no attribute 'signal'/);
     expect(msg('sys.modules swap')).toMatch(/replaced the module math in sys\.modules/);
   });

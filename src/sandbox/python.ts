@@ -50,7 +50,11 @@ export interface PyodideLike {
 /** A PyProxy the runner lets go of before the baseline is taken. */
 const release = (proxy: unknown): void => (proxy as { destroy?: () => void }).destroy?.();
 
-export type LoadPyodide = (config: { jsglobals: object; stdout?: (s: string) => void; stderr?: (s: string) => void }) => Promise<PyodideLike>;
+export type LoadPyodide = (config: {
+  jsglobals: object;
+  stdout?: (s: string) => void;
+  stderr?: (s: string) => void;
+}) => Promise<PyodideLike>;
 
 const HEAP_RECYCLE_BYTES = 1 << 30;
 
@@ -59,13 +63,16 @@ const WARM_UP = {
   runs: 8,
   prompt: 'from typing import List\n\n\ndef warm_up(xs: List[int], k: int) -> List[int]:\n    """Every x in xs times k, sorted."""\n',
   completion: '    return sorted(x * k for x in xs)\n',
-  tests: "def check(candidate):\n    assert candidate([3, 1, 2], 2) == [2, 4, 6]\n    assert candidate([], 5) == []\n    for n in range(3):\n        assert candidate([n], 1) == [n]\n    assert ' '.join(map(str, candidate([1], 3))) == '3'\n",
+  tests:
+    "def check(candidate):\n    assert candidate([3, 1, 2], 2) == [2, 4, 6]\n    assert candidate([], 5) == []\n    for n in range(3):\n        assert candidate([n], 1) == [n]\n    assert ' '.join(map(str, candidate([1], 3))) == '3'\n",
 };
 
 /** Execs the harness source in a fresh dict and returns its two entry points; binds nothing in __main__. */
-const HARNESS_BOOT = "lambda src: (lambda ns: (exec(src, ns), (ns['__coderl_run'], ns['__coderl_sites']))[1])({'__name__': '__coderl_harness__'})";
+const HARNESS_BOOT =
+  "lambda src: (lambda ns: (exec(src, ns), (ns['__coderl_run'], ns['__coderl_sites']))[1])({'__name__': '__coderl_harness__'})";
 
-const SITES_DEF = 'def __coderl_sites(tests):\n    try:\n        return _json.dumps(_instrument(tests)[1])\n    except SyntaxError:\n        return "[]"\n';
+const SITES_DEF =
+  'def __coderl_sites(tests):\n    try:\n        return _json.dumps(_instrument(tests)[1])\n    except SyntaxError:\n        return "[]"\n';
 
 const SCRUB_JS = `
 import sys as _s
@@ -94,7 +101,9 @@ export function lockRealm(py: PyodideLike): void {
   const poison = function Function(): never {
     throw new TypeError('code evaluation is disabled in the sandbox');
   };
-  const protos = [function () {}, function* () {}, async function () {}, async function* () {}].map((f) => Object.getPrototypeOf(f) as object);
+  const protos = [function () {}, function* () {}, async function () {}, async function* () {}].map(
+    (f) => Object.getPrototypeOf(f) as object,
+  );
   for (const p of protos) Object.defineProperty(p, 'constructor', { value: poison, writable: false, configurable: false });
   const g = globalThis as Record<string, unknown>;
   Object.defineProperty(g, 'eval', { value: poison, writable: false, configurable: false });
@@ -210,15 +219,33 @@ export class PythonRunner {
     const promptNewlines = (task.prompt.match(/\n/g) ?? []).length;
     let raw: HarnessOut;
     try {
-      const text = withMemoryCeiling(this.heapBytes() + limits.pythonMemoryBytes, () => this.runFn(task.prompt + completion, task.tests, task.entry_point));
+      const text = withMemoryCeiling(this.heapBytes() + limits.pythonMemoryBytes, () =>
+        this.runFn(task.prompt + completion, task.tests, task.entry_point),
+      );
       raw = JSON.parse(text) as HarnessOut;
     } catch (e) {
       this.dead = true;
-      const o: Observed = { sites, whole: sites.length === 0, evals: [], fails: [], current: -1, programFailed: true, testsFinished: false, error: { message: `the Python interpreter crashed: ${String((e as Error).message ?? e).split('\n').slice(-3).join(' ').slice(0, 500)}` } };
+      const o: Observed = {
+        sites,
+        whole: sites.length === 0,
+        evals: [],
+        fails: [],
+        current: -1,
+        programFailed: true,
+        testsFinished: false,
+        error: {
+          message: `the Python interpreter crashed: ${String((e as Error).message ?? e)
+            .split('\n')
+            .slice(-3)
+            .join(' ')
+            .slice(0, 500)}`,
+        },
+      };
       return { result: assemble(task.task_id, o, this.output, performance.now() - t0), recycle: true };
     }
     const o = this.observed(raw, promptNewlines);
-    if (this.outputExceeded) o.stop ??= { verdict: 'output-limit', message: `the program printed more than ${limits.outputChars} characters` };
+    if (this.outputExceeded)
+      o.stop ??= { verdict: 'output-limit', message: `the program printed more than ${limits.outputChars} characters` };
     const recycle = !this.restore() || raw.recycle === true || this.heapBytes() > HEAP_RECYCLE_BYTES;
     return { result: assemble(task.task_id, o, this.output, performance.now() - t0), recycle };
   }

@@ -10,7 +10,8 @@ import { BENCHMARKS_DIR } from '../tasks/benchmarks';
 let mod: QuickJSWASMModule;
 let suite: Task[];
 const byId = (id: string): Task => suite.find((t) => t.task_id === id)!;
-const run = (task: Task, completion: string, timeoutMs = 2000): RunResult => runJavaScript(mod, { task, completion, limits: { ...DEFAULT_LIMITS, timeoutMs } });
+const run = (task: Task, completion: string, timeoutMs = 2000): RunResult =>
+  runJavaScript(mod, { task, completion, limits: { ...DEFAULT_LIMITS, timeoutMs } });
 
 beforeAll(async () => {
   mod = await newQuickJSWASMModule();
@@ -28,9 +29,17 @@ describe('HumanEval-X JavaScript, canonical solutions', () => {
   test('their failures are reported test by test, mapped to the completion where it threw', () => {
     const r155 = run(byId('JavaScript/155'), byId('JavaScript/155').canonical_solution!);
     expect(r155.tests.map((t) => t.status)).toEqual(['passed', 'passed', 'passed', 'passed', 'passed', 'passed', 'passed', 'failed']);
-    expect(r155.tests[7]).toMatchObject({ line: 15, location: { in: 'tests', line: 15 }, message: expect.stringContaining('evenOddCount(0)') });
+    expect(r155.tests[7]).toMatchObject({
+      line: 15,
+      location: { in: 'tests', line: 15 },
+      message: expect.stringContaining('evenOddCount(0)'),
+    });
     const r162 = run(byId('JavaScript/162'), byId('JavaScript/162').canonical_solution!);
-    expect(r162.tests[0]).toMatchObject({ status: 'error', location: { in: 'completion', line: 2 }, message: expect.stringContaining("'require' is not defined") });
+    expect(r162.tests[0]).toMatchObject({
+      status: 'error',
+      location: { in: 'completion', line: 2 },
+      message: expect.stringContaining("'require' is not defined"),
+    });
     expect(r162.tests.slice(1).every((t) => t.status === 'error' && t.message?.startsWith('not reached'))).toBe(true);
   });
 
@@ -39,7 +48,10 @@ describe('HumanEval-X JavaScript, canonical solutions', () => {
     expect(r.tests).toHaveLength(6);
     expect(r.tests.map((t) => t.evaluations)).toEqual([1, 1, 1, 1, 1, 100]);
     const wrong = run(byId('JavaScript/53'), '  return x + y + (x === 3 ? 1 : 0)\n}\n');
-    expect(wrong.tests[5]).toMatchObject({ status: 'failed', message: expect.stringMatching(/^assertion failed \(\d+ of 100 evaluations\)/) });
+    expect(wrong.tests[5]).toMatchObject({
+      status: 'failed',
+      message: expect.stringMatching(/^assertion failed \(\d+ of 100 evaluations\)/),
+    });
   });
 });
 
@@ -66,7 +78,7 @@ describe('verdicts and locations', () => {
   };
 
   test('Math.random is seeded: the same program draws the same numbers on every run, in [0, 1)', () => {
-    const draw = "  console.log(Math.random(), Math.random(), Math.random())\n  return x + 1\n}\n";
+    const draw = '  console.log(Math.random(), Math.random(), Math.random())\n  return x + 1\n}\n';
     const a = run(task, draw).output;
     const b = run(task, draw).output;
     expect(a).toBe(b);
@@ -87,11 +99,15 @@ describe('verdicts and locations', () => {
     expect(r.tests.map((t) => t.status)).toEqual(['passed', 'failed']);
   });
 
-  test('an exception on the completion\'s line 2, for the second call only', () => {
+  test("an exception on the completion's line 2, for the second call only", () => {
     const r = run(task, '  if (x === 2)\n    throw new RangeError("two")\n  return x + 1\n}\n');
     expect(r.verdict).toBe('error');
     expect(r.tests[0]!.status).toBe('passed');
-    expect(r.tests[1]).toMatchObject({ status: 'error', location: { in: 'completion', line: 2 }, message: 'RangeError: two (completion line 2)' });
+    expect(r.tests[1]).toMatchObject({
+      status: 'error',
+      location: { in: 'completion', line: 2 },
+      message: 'RangeError: two (completion line 2)',
+    });
   });
 
   test('a syntax error in the completion fails every test, located in the completion', () => {
@@ -104,7 +120,10 @@ describe('verdicts and locations', () => {
   test('test code without console.assert is one test: it passes when it runs to the end', () => {
     const whole: Task = { ...task, tests: 'if (inc(1) !== 2) throw new Error("inc(1) wrong")\n' };
     expect(run(whole, '  return x + 1\n}\n').tests).toMatchObject([{ name: 'tests', status: 'passed' }]);
-    expect(run(whole, '  return x\n}\n')).toMatchObject({ verdict: 'error', tests: [{ status: 'error', message: 'Error: inc(1) wrong (tests line 1)' }] });
+    expect(run(whole, '  return x\n}\n')).toMatchObject({
+      verdict: 'error',
+      tests: [{ status: 'error', message: 'Error: inc(1) wrong (tests line 1)' }],
+    });
   });
 
   test('honest code may declare top-level names that built-ins use', () => {
@@ -112,7 +131,10 @@ describe('verdicts and locations', () => {
   });
 
   test('honest code may still assign toString/name on its own objects (override mistake fixed)', () => {
-    const r = run(task, '  class E extends Error { constructor() { super("e"); this.name = "E" } }\n  const o = {}; o.toString = () => "o"; o.constructor = 1\n  function P() {} P.prototype.valueOf = function () { return x + 1 }\n  return new E().name === "E" && String(o) === "o" ? +new P() : 0\n}\n');
+    const r = run(
+      task,
+      '  class E extends Error { constructor() { super("e"); this.name = "E" } }\n  const o = {}; o.toString = () => "o"; o.constructor = 1\n  function P() {} P.prototype.valueOf = function () { return x + 1 }\n  return new E().name === "E" && String(o) === "o" ? +new P() : 0\n}\n',
+    );
     expect(r.verdict).toBe('passed');
   });
 });

@@ -89,16 +89,20 @@ function truthy(vm: QuickJSContext, h: QuickJSHandle | undefined): boolean {
 
 /** Runs the prelude; returns the harness handles (caller disposes them). */
 function installHarness(vm: QuickJSContext, st: State, own: <T extends QuickJSHandle>(h: T) => T) {
-  const hostLog = own(vm.newFunction('log', (h) => {
-    if (vm.typeof(h) !== 'string') return;
-    const s = vm.getString(h);
-    const room = st.outputChars - st.output.length;
-    st.output += s.length > room ? s.slice(0, Math.max(0, room)) : s;
-    if (s.length > room) stopWith(st, 'output-limit', `the program printed more than ${st.outputChars} characters`);
-  }));
-  const hostTamper = own(vm.newFunction('tamper', (h) => {
-    stopWith(st, 'tampering', vm.typeof(h) === 'string' ? vm.getString(h).slice(0, 300) : 'tampering');
-  }));
+  const hostLog = own(
+    vm.newFunction('log', (h) => {
+      if (vm.typeof(h) !== 'string') return;
+      const s = vm.getString(h);
+      const room = st.outputChars - st.output.length;
+      st.output += s.length > room ? s.slice(0, Math.max(0, room)) : s;
+      if (s.length > room) stopWith(st, 'output-limit', `the program printed more than ${st.outputChars} characters`);
+    }),
+  );
+  const hostTamper = own(
+    vm.newFunction('tamper', (h) => {
+      stopWith(st, 'tampering', vm.typeof(h) === 'string' ? vm.getString(h).slice(0, 300) : 'tampering');
+    }),
+  );
   const prelude = own(vm.unwrapResult(vm.evalCode(PRELUDE, 'harness.js', { type: 'global', strict: true })));
   const limit = own(vm.newNumber(st.outputChars));
   const harness = own(vm.unwrapResult(vm.callFunction(prelude, vm.undefined, hostLog, hostTamper, limit)));
@@ -115,7 +119,14 @@ function installHarness(vm: QuickJSContext, st: State, own: <T extends QuickJSHa
 }
 
 /** Describes a thrown value inside the VM; never runs dump() on it. */
-function describeError(vm: QuickJSContext, rt: QuickJSRuntime, st: State, job: RunJob, describe: QuickJSHandle, err: QuickJSHandle): Observed['error'] {
+function describeError(
+  vm: QuickJSContext,
+  rt: QuickJSRuntime,
+  st: State,
+  job: RunJob,
+  describe: QuickJSHandle,
+  err: QuickJSHandle,
+): Observed['error'] {
   if (st.stop) return { message: st.stop.message };
   st.deadline = Math.max(st.deadline, Date.now() + 250);
   rt.setMemoryLimit(job.limits.memoryBytes + (1 << 20)); // room to describe an out-of-memory error
@@ -164,7 +175,10 @@ export function runJavaScript(mod: QuickJSWASMModule, job: RunJob, onStarted?: (
   onStarted?.(siteTests(o.sites, o.whole));
   const seen = scanTampering(job.completion);
   if (seen) {
-    o.stop = { verdict: 'tampering', message: `the completion writes to a built-in: ${seen.text}${describeLocation({ in: 'completion', line: seen.line })}` };
+    o.stop = {
+      verdict: 'tampering',
+      message: `the completion writes to a built-in: ${seen.text}${describeLocation({ in: 'completion', line: seen.line })}`,
+    };
     return assemble(task.task_id, o, '', performance.now() - t0);
   }
   const st: State = { deadline: Date.now() + limits.timeoutMs, output: '', outputChars: limits.outputChars };
@@ -183,7 +197,9 @@ export function runJavaScript(mod: QuickJSWASMModule, job: RunJob, onStarted?: (
     });
     vm = rt.newContext();
     const context = vm;
-    withMemoryCeiling(heapCeiling(mod, limits.memoryBytes), () => execute(context, rt, job, st, o, instrumentTests(task.tests, found), own));
+    withMemoryCeiling(heapCeiling(mod, limits.memoryBytes), () =>
+      execute(context, rt, job, st, o, instrumentTests(task.tests, found), own),
+    );
     if (!st.stop && rt.hasPendingJob()) stopWith(st, 'tampering', 'work was left scheduled to run after the tests (Promise jobs)');
     classify(st, o);
     if (st.stop) o.stop = st.stop;
@@ -195,21 +211,33 @@ export function runJavaScript(mod: QuickJSWASMModule, job: RunJob, onStarted?: (
   }
 }
 
-function execute(vm: QuickJSContext, rt: QuickJSRuntime, job: RunJob, st: State, o: Observed, instrumented: string, own: <T extends QuickJSHandle>(h: T) => T): void {
+function execute(
+  vm: QuickJSContext,
+  rt: QuickJSRuntime,
+  job: RunJob,
+  st: State,
+  o: Observed,
+  instrumented: string,
+  own: <T extends QuickJSHandle>(h: T) => T,
+): void {
   const { names, values, describe } = installHarness(vm, st, own);
   const valid = (k: number): boolean => Number.isInteger(k) && k >= 0 && k < o.sites.length;
-  const begin = own(vm.newFunction(BEGIN_FN, (kh) => {
-    const k = vm.getNumber(kh);
-    if (valid(k)) o.current = k;
-    return vm.newNumber(k);
-  }));
-  const record = own(vm.newFunction(ASSERT_FN, (kh, vh) => {
-    const k = vm.getNumber(kh);
-    if (!valid(k)) return;
-    o.evals[k] = (o.evals[k] ?? 0) + 1;
-    if (!truthy(vm, vh)) o.fails[k] = (o.fails[k] ?? 0) + 1;
-    o.current = -1;
-  }));
+  const begin = own(
+    vm.newFunction(BEGIN_FN, (kh) => {
+      const k = vm.getNumber(kh);
+      if (valid(k)) o.current = k;
+      return vm.newNumber(k);
+    }),
+  );
+  const record = own(
+    vm.newFunction(ASSERT_FN, (kh, vh) => {
+      const k = vm.getNumber(kh);
+      if (!valid(k)) return;
+      o.evals[k] = (o.evals[k] ?? 0) + 1;
+      if (!truthy(vm, vh)) o.fails[k] = (o.fails[k] ?? 0) + 1;
+      o.current = -1;
+    }),
+  );
   const wrapperSrc = `(function (${ASSERT_FN}, ${BEGIN_FN}, ${names.join(', ')}) { (function () {${instrumented}\n})(); })`;
   const wrapper = vm.evalCode(wrapperSrc, 'tests.js', { type: 'global' });
   if (wrapper.error) {

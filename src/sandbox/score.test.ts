@@ -18,12 +18,22 @@ let completionsPath: string;
 function capture() {
   const out: string[] = [];
   const err: string[] = [];
-  return { io: { out: (t: string) => void out.push(...t.replace(/\n$/, '').split('\n')), err: (t: string) => void err.push(...t.replace(/\n$/, '').split('\n')) }, out, err };
+  return {
+    io: {
+      out: (t: string) => void out.push(...t.replace(/\n$/, '').split('\n')),
+      err: (t: string) => void err.push(...t.replace(/\n$/, '').split('\n')),
+    },
+    out,
+    err,
+  };
 }
 
 beforeAll(() => {
   dir = mkdtempSync(join(tmpdir(), 'coderl-score-'));
-  const lines = gunzipSync(readFileSync(`${DATA}/humaneval-x-js.jsonl.gz`)).toString('utf8').trim().split('\n');
+  const lines = gunzipSync(readFileSync(`${DATA}/humaneval-x-js.jsonl.gz`))
+    .toString('utf8')
+    .trim()
+    .split('\n');
   const picked = [0, 1, 2, 112].map((i) => lines[i]!);
   suitePath = join(dir, 'suite.jsonl');
   writeFileSync(suitePath, `${picked.join('\n')}\n{"task_id": "broken"\n`);
@@ -60,9 +70,15 @@ describe('coderl score', () => {
   test('scores completions: a JSON line per valid completion, bad lines reported, summary ends "N passed, M failed"', async () => {
     const c = capture();
     const out = join(dir, 'r.jsonl');
-    const code = await main(['score', '--suite', suitePath, '--completions', completionsPath, '--workers', '2', '--out', out, '--timeout', '1000'], c.io);
+    const code = await main(
+      ['score', '--suite', suitePath, '--completions', completionsPath, '--workers', '2', '--out', out, '--timeout', '1000'],
+      c.io,
+    );
     expect(code).toBe(0);
-    const records = readFileSync(out, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as ScoreRecord);
+    const records = readFileSync(out, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as ScoreRecord);
     expect(records.map((r) => `${r.index} ${r.task_id} ${r.verdict}`)).toEqual([
       '0 JavaScript/0 passed',
       '1 JavaScript/0 failed',
@@ -70,7 +86,13 @@ describe('coderl score', () => {
       '3 JavaScript/2 timeout',
       '4 JavaScript/112 failed',
     ]);
-    expect(records[0]).toMatchObject({ passed: true, tests_total: 7, tests_passed: 7, tests: expect.any(Array), duration_ms: expect.any(Number) });
+    expect(records[0]).toMatchObject({
+      passed: true,
+      tests_total: 7,
+      tests_passed: 7,
+      tests: expect.any(Array),
+      duration_ms: expect.any(Number),
+    });
     expect(c.err).toContainEqual(expect.stringMatching(new RegExp(`^coderl score: ${suitePath}:5: bad JSON: `)));
     expect(c.err).toContain(`coderl score: ${completionsPath}:4: unknown task_id 'JavaScript/999': not in the suite`);
     expect(c.out).toContain('pass@1: 0.3750 over 4 tasks (2/5 completions passed)');
@@ -100,7 +122,11 @@ describe('coderl score', () => {
   test('bin/coderl.mjs runs it as a real process (bundled CLI and bundled worker)', async () => {
     const bin = join(import.meta.dirname, '../../bin/coderl.mjs');
     const out = join(dir, 'x.jsonl');
-    const { stdout, stderr } = await promisify(execFile)(process.execPath, [bin, 'score', '--suite', suitePath, '--canonical', '--out', out], { timeout: 60_000 });
+    const { stdout, stderr } = await promisify(execFile)(
+      process.execPath,
+      [bin, 'score', '--suite', suitePath, '--canonical', '--out', out],
+      { timeout: 60_000 },
+    );
     expect(stderr.split('\n')).toEqual([expect.stringMatching(/^coderl score: .*suite\.jsonl:5: bad JSON: /), '']);
     const lines = stdout.trim().split('\n');
     expect(lines).toContain('not passed: JavaScript/112 (failed)');

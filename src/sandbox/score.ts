@@ -12,6 +12,7 @@ import { DEFAULT_LIMITS, type RunLimits, type RunResult, type TestResult, type V
  * here; each scorer adds its own typed fields by declaration merging:
  *   declare module '../sandbox/score' { interface ScoreExtensions { lint?: LintReport } }
  */
+// eslint-disable-next-line @typescript-eslint/no-empty-object-type -- filled by declaration merging
 export interface ScoreExtensions {}
 
 export interface ScoreRecord extends ScoreExtensions {

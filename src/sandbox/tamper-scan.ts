@@ -9,9 +9,32 @@
 import { codeMask } from './js-tests';
 
 const BUILTINS = [
-  'Object', 'Array', 'String', 'Number', 'Boolean', 'Function', 'Symbol', 'BigInt', 'JSON', 'Math', 'Reflect',
-  'Promise', 'Map', 'Set', 'WeakMap', 'WeakSet', 'RegExp', 'Date', 'Error', 'TypeError', 'RangeError',
-  'console', 'Iterator', 'Proxy', 'ArrayBuffer', '[A-Z][a-z0-9]*Array',
+  'Object',
+  'Array',
+  'String',
+  'Number',
+  'Boolean',
+  'Function',
+  'Symbol',
+  'BigInt',
+  'JSON',
+  'Math',
+  'Reflect',
+  'Promise',
+  'Map',
+  'Set',
+  'WeakMap',
+  'WeakSet',
+  'RegExp',
+  'Date',
+  'Error',
+  'TypeError',
+  'RangeError',
+  'console',
+  'Iterator',
+  'Proxy',
+  'ArrayBuffer',
+  '[A-Z][a-z0-9]*Array',
 ].join('|');
 
 const MEMBER = String.raw`(?:\s*\.\s*prototype)?(?:\s*\.\s*[A-Za-z_$][\w$]*|\s*\[[^\]\n]*\])`;

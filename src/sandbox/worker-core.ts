@@ -30,7 +30,10 @@ export function createWorker(platform: WorkerPlatform): (message: ToWorker) => v
     } catch (e) {
       // the engine itself failed (e.g. the host stack ran out inside WebAssembly): its state is
       // suspect, so this worker is replaced
-      return { result: failedRun(job.task.task_id, 'error', `sandbox engine failure: ${String((e as Error).message ?? e).slice(0, 300)}`), recycle: true };
+      return {
+        result: failedRun(job.task.task_id, 'error', `sandbox engine failure: ${String((e as Error).message ?? e).slice(0, 300)}`),
+        recycle: true,
+      };
     }
   };
 

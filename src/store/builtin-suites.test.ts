@@ -14,6 +14,8 @@ describe('built-in suites in the app', () => {
   });
 
   test('a suite whose file is not in the build is refused by name', () => {
-    expect(() => builtinSuiteUrl({ ...BUILTIN_SUITES[0]!, name: 'x', file: 'x.jsonl.gz' })).toThrow('the built-in suite x has no file data/benchmarks/x.jsonl.gz in this build');
+    expect(() => builtinSuiteUrl({ ...BUILTIN_SUITES[0]!, name: 'x', file: 'x.jsonl.gz' })).toThrow(
+      'the built-in suite x has no file data/benchmarks/x.jsonl.gz in this build',
+    );
   });
 });

@@ -7,7 +7,11 @@
 import { BUILTIN_SUITES, type BuiltinSuite } from '../tasks/builtin-suites';
 
 /** data/benchmarks/<file> -> its URL in the built app (every suite file, whatever the list names) */
-const URLS = import.meta.glob<string>(['../../data/benchmarks/*.jsonl.gz', '../../data/benchmarks/*.jsonl'], { query: '?url', import: 'default', eager: true });
+const URLS = import.meta.glob<string>(['../../data/benchmarks/*.jsonl.gz', '../../data/benchmarks/*.jsonl'], {
+  query: '?url',
+  import: 'default',
+  eager: true,
+});
 
 /** The URL the app serves a built-in suite's file at. */
 export function builtinSuiteUrl(s: BuiltinSuite): string {

@@ -4,7 +4,15 @@
  * `error` and leaves the list as it was, and a rejected import stores nothing.
  */
 import type { StateCreator } from 'zustand';
-import { newModelCheckpoint, sanitiseName, summarise, uniqueName, validateImport, type CheckpointInfo, type PresetName } from '../lab/checkpoints';
+import {
+  newModelCheckpoint,
+  sanitiseName,
+  summarise,
+  uniqueName,
+  validateImport,
+  type CheckpointInfo,
+  type PresetName,
+} from '../lab/checkpoints';
 import {
   browserCheckpointStore,
   deleteCheckpointBrowser,

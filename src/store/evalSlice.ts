@@ -147,7 +147,8 @@ export function parseEvalForm(f: EvalForm): { settings: EvalSettings | null; pro
   const samples = num('samples', 'samples per task');
   const parts = f.k.split(',').map((x) => x.trim());
   const k = parts.map(Number);
-  if (parts.some((p) => p === '' || !Number.isFinite(Number(p)))) problems.k = `k must be comma-separated integers, e.g. 1,5,10; got '${f.k}'`;
+  if (parts.some((p) => p === '' || !Number.isFinite(Number(p))))
+    problems.k = `k must be comma-separated integers, e.g. 1,5,10; got '${f.k}'`;
   const temperature = num('temperature', 'temperature');
   const maxNewTokens = num('maxNewTokens', 'max new tokens');
   const seed = num('seed', 'seed');
@@ -212,7 +213,10 @@ function evalInWorker(start: ToEvalWorker, on: (m: ProgressMessage) => void): Pr
     w.addEventListener('messageerror', () => end({ type: 'error', message: 'a message from the eval worker could not be read' }));
     live = { worker: w, end };
     // a checkpoint's bytes move (they were read for this worker); an ONNX model's are copied (the store keeps them)
-    w.postMessage({ ...start, lifeLock: newLifeLock('eval') } satisfies ToEvalWorker, start.checkpoint instanceof Uint8Array ? [start.checkpoint.buffer as ArrayBuffer] : []);
+    w.postMessage(
+      { ...start, lifeLock: newLifeLock('eval') } satisfies ToEvalWorker,
+      start.checkpoint instanceof Uint8Array ? [start.checkpoint.buffer as ArrayBuffer] : [],
+    );
   });
 }
 
@@ -332,7 +336,13 @@ export const createEvalSlice: StateCreator<LabState, [], [], EvalSlice> = (set, 
 
     async openSuiteFile(file) {
       const seq = ++suiteSeq;
-      await loadSuiteBytes(seq, { kind: 'file', name: file.name }, file.name, `"${file.name}"`, async () => new Uint8Array(await file.arrayBuffer()));
+      await loadSuiteBytes(
+        seq,
+        { kind: 'file', name: file.name },
+        file.name,
+        `"${file.name}"`,
+        async () => new Uint8Array(await file.arrayBuffer()),
+      );
     },
 
     chooseFileSuite() {
@@ -358,11 +368,13 @@ export const createEvalSlice: StateCreator<LabState, [], [], EvalSlice> = (set, 
         const checkpoint = await readCheckpoint(ref, get().evaluation.onnxModels);
         let backend: RunBackend = 'cpu';
         let note: string | null = null;
-        if (backendChoice === 'auto' && ref.kind !== 'onnx') { // an ONNX model runs in onnxruntime-web, not on our engine
+        if (backendChoice === 'auto' && ref.kind !== 'onnx') {
+          // an ONNX model runs in onnxruntime-web, not on our engine
           await settledGpu(get);
           const gpu = get().gpu;
           if (currentRuntime() && gpu.status === 'ready') backend = 'webgpu';
-          else note = `WebGPU is not usable here: ${gpu.problem ?? `the GPU status is "${gpu.status}".`} The evaluation uses the cpu backend (the float64 reference model) instead.`;
+          else
+            note = `WebGPU is not usable here: ${gpu.problem ?? `the GPU status is "${gpu.status}".`} The evaluation uses the cpu backend (the float64 reference model) instead.`;
         }
         if (my !== evalSeq) return; // stopped while the checkpoint was read or the GPU settled
         patch({ backend, note });

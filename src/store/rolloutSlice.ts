@@ -65,7 +65,17 @@ let openSeq = 0;
 export const createRolloutSlice: StateCreator<LabState, [], [], RolloutSlice> = (set, get) => {
   const patch = (p: Partial<RolloutSlice['rollouts']>): void => set((s) => ({ rollouts: { ...s.rollouts, ...p } }));
   return {
-    rollouts: { status: 'idle', error: null, run: null, iterations: [], iteration: null, records: [], selected: null, weights: null, compare: { a: null, b: null } },
+    rollouts: {
+      status: 'idle',
+      error: null,
+      run: null,
+      iterations: [],
+      iteration: null,
+      records: [],
+      selected: null,
+      weights: null,
+      compare: { a: null, b: null },
+    },
 
     async openRollouts(run, iteration) {
       const seq = ++openSeq;
@@ -73,7 +83,10 @@ export const createRolloutSlice: StateCreator<LabState, [], [], RolloutSlice> = 
       let iterations: number[] | null = null;
       let it: number | null = null;
       try {
-        const { store, files: { readRollouts, rolloutIterations } } = await openStore(run);
+        const {
+          store,
+          files: { readRollouts, rolloutIterations },
+        } = await openStore(run);
         iterations = rolloutIterations(await store.files());
         it = iteration ?? iterations[iterations.length - 1] ?? null;
         if (it === null) {
@@ -81,7 +94,10 @@ export const createRolloutSlice: StateCreator<LabState, [], [], RolloutSlice> = 
           return;
         }
         const records = await readRollouts(store, it);
-        if (records === null) throw new Error(`run "${run}" has no rollouts for iteration ${it} (it has ${iterations.length ? iterations.join(', ') : 'none'})`);
+        if (records === null)
+          throw new Error(
+            `run "${run}" has no rollouts for iteration ${it} (it has ${iterations.length ? iterations.join(', ') : 'none'})`,
+          );
         if (seq !== openSeq) return;
         const same = get().rollouts.run === run && get().rollouts.iteration === it;
         patch({ status: 'ready', run, iterations, iteration: it, records, selected: same ? get().rollouts.selected : null });

@@ -153,7 +153,8 @@ function runInWorker(start: StartMessage, on: (m: ProgressMessage) => void): Pro
       void navigator.locks.request(lifeLock, () => {
         end({
           type: 'error',
-          message: 'the run worker stopped without a word (it crashed, or the browser ended it, e.g. out of memory). What finished is saved; Resume continues from the last checkpoint.',
+          message:
+            'the run worker stopped without a word (it crashed, or the browser ended it, e.g. out of memory). What finished is saved; Resume continues from the last checkpoint.',
         });
       });
     };
@@ -256,15 +257,29 @@ export const createRunSlice: StateCreator<LabState, [], [], RunSlice> = (set, ge
       const imported = importedReference(cfg.rl.reference, get().evaluation.onnxModels);
       const reference = imported ? { bytes: imported.bytes, tokenizerText: imported.tokenizerText } : undefined;
       patch({
-        status: 'running', name, backend: null, note: null, phase: null, progress: fill(0), phases: fill<PhaseState>('pending'), started: {},
-        message: 'waiting for the GPU', error: null, summary: null, metrics: [], pause: 'no', reference: cfg.rl.reference ?? null,
+        status: 'running',
+        name,
+        backend: null,
+        note: null,
+        phase: null,
+        progress: fill(0),
+        phases: fill<PhaseState>('pending'),
+        started: {},
+        message: 'waiting for the GPU',
+        error: null,
+        summary: null,
+        metrics: [],
+        pause: 'no',
+        reference: cfg.rl.reference ?? null,
       });
       try {
         await settledGpu(get);
         const runtime = currentRuntime();
         const gpu = get().gpu;
-        const note = runtime && gpu.status === 'ready' ? null
-          : `WebGPU is not usable here: ${gpu.problem ?? `the GPU status is "${gpu.status}".`} The run uses the cpu backend (the float64 reference model) instead.`;
+        const note =
+          runtime && gpu.status === 'ready'
+            ? null
+            : `WebGPU is not usable here: ${gpu.problem ?? `the GPU status is "${gpu.status}".`} The run uses the cpu backend (the float64 reference model) instead.`;
         const backend = note ? 'cpu' : 'webgpu';
         patch({ backend, note, message: 'starting the run worker' });
         const { kind: storage } = await runStorage();
@@ -332,11 +347,14 @@ export const createRunSlice: StateCreator<LabState, [], [], RunSlice> = (set, ge
 
     async deleteRun(name) {
       const r = get().run;
-      if ((r.status === 'running' || r.status === 'stopping') && r.name === name) throw new Error(`run "${name}" is running; stop it before deleting it`);
+      if ((r.status === 'running' || r.status === 'stopping') && r.name === name)
+        throw new Error(`run "${name}" is running; stop it before deleting it`);
       const { runStorage } = await import('../rl/store-browser');
       await (await runStorage()).remove(name);
       if (get().rollouts.run === name) {
-        set((s) => ({ rollouts: { ...s.rollouts, status: 'idle', error: null, run: null, iterations: [], iteration: null, records: [], selected: null } }));
+        set((s) => ({
+          rollouts: { ...s.rollouts, status: 'idle', error: null, run: null, iterations: [], iteration: null, records: [], selected: null },
+        }));
       }
       await get().inspectRun(name);
     },

@@ -137,11 +137,30 @@ export const createScorerSlice: StateCreator<LabState, [], [], ScorerSlice> = (s
           return;
         }
         const run = ran.value;
-        const exec = { verdict: run.verdict, tests_passed: run.tests.filter((t) => t.status === 'passed').length, tests_total: run.tests.length };
+        const exec = {
+          verdict: run.verdict,
+          tests_passed: run.tests.filter((t) => t.status === 'passed').length,
+          tests_total: run.tests.length,
+        };
         const analysis = analysed.status === 'fulfilled' ? analysed.value : null;
         const reward = analysis || language === 'python' ? computeReward(completion, exec, analysis, DEFAULT_REWARD) : null;
-        const error = analysed.status === 'rejected' ? `Static analysis could not be loaded: ${message(analysed.reason)}. The reward needs it and is not shown.` : null;
-        patch({ error, result: { language, completion, run, ...exec, analysis, reward, ms: performance.now() - t0, seq: (get().scorer.result?.seq ?? 0) + 1 } });
+        const error =
+          analysed.status === 'rejected'
+            ? `Static analysis could not be loaded: ${message(analysed.reason)}. The reward needs it and is not shown.`
+            : null;
+        patch({
+          error,
+          result: {
+            language,
+            completion,
+            run,
+            ...exec,
+            analysis,
+            reward,
+            ms: performance.now() - t0,
+            seq: (get().scorer.result?.seq ?? 0) + 1,
+          },
+        });
       } catch (e) {
         patch({ error: `Scoring failed: ${message(e)}` });
       } finally {

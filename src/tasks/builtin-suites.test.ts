@@ -11,7 +11,7 @@ const REPO = join(import.meta.dirname, '../..');
 const EXPECTED_DIR = process.env.CODERL_DATA ? resolve(process.env.CODERL_DATA) : join(REPO, 'data/benchmarks');
 
 describe('built-in suites', () => {
-  test('the benchmark folder is the repository\'s data/benchmarks', () => {
+  test("the benchmark folder is the repository's data/benchmarks", () => {
     expect(BENCHMARKS_DIR).toBe(EXPECTED_DIR);
     expect(benchmarkPath('x.jsonl')).toBe(join(EXPECTED_DIR, 'x.jsonl'));
   });
@@ -25,17 +25,20 @@ describe('built-in suites', () => {
     expect(builtinSuiteLabel(builtinSuite('humaneval-python')!)).toBe('HumanEval Python (164 tasks)');
   });
 
-  test.each(BUILTIN_SUITES.map((s) => [s.name, s] as const))('%s: the file is in the repository, loads cleanly, and has the listed tasks and language', async (_name, s) => {
-    const path = benchmarkPath(s.file);
-    expect(existsSync(path), path).toBe(true);
-    const { items, issues } = await loadSuite(new Uint8Array(readFileSync(path)), s.file);
-    expect(issues).toEqual([]);
-    expect(items).toHaveLength(s.tasks);
-    expect(new Set(items.map((t) => t.language))).toEqual(new Set([s.language]));
-    expect(items.every((t) => t.canonical_solution !== undefined)).toBe(true);
-    // the repository's README of the folder names every file
-    expect(readFileSync(join(REPO, 'data/benchmarks/README.md'), 'utf8')).toContain(s.file);
-  });
+  test.each(BUILTIN_SUITES.map((s) => [s.name, s] as const))(
+    '%s: the file is in the repository, loads cleanly, and has the listed tasks and language',
+    async (_name, s) => {
+      const path = benchmarkPath(s.file);
+      expect(existsSync(path), path).toBe(true);
+      const { items, issues } = await loadSuite(new Uint8Array(readFileSync(path)), s.file);
+      expect(issues).toEqual([]);
+      expect(items).toHaveLength(s.tasks);
+      expect(new Set(items.map((t) => t.language))).toEqual(new Set([s.language]));
+      expect(items.every((t) => t.canonical_solution !== undefined)).toBe(true);
+      // the repository's README of the folder names every file
+      expect(readFileSync(join(REPO, 'data/benchmarks/README.md'), 'utf8')).toContain(s.file);
+    },
+  );
 
   test('CODERL_DATA overrides the folder', () => {
     const before = process.env.CODERL_DATA;

@@ -33,7 +33,8 @@ export const BUILTIN_SUITES: readonly BuiltinSuite[] = [
     file: 'humaneval-x-js.jsonl.gz',
     tasks: 164,
     source: 'HumanEval-X (THUDM/CodeGeeX), JavaScript; Apache-2.0',
-    description: 'the 164 HumanEval problems ported to JavaScript, console.assert tests; canonical solutions of /112 and /155 are wrong, /162 needs js-md5',
+    description:
+      'the 164 HumanEval problems ported to JavaScript, console.assert tests; canonical solutions of /112 and /155 are wrong, /162 needs js-md5',
   },
   {
     name: 'humaneval-python',

@@ -22,7 +22,11 @@ export function parseJsonl(text: string, file: string): { records: JsonlRecord[]
       continue;
     }
     if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-      issues.push({ file, line, message: `expected a JSON object, got ${Array.isArray(value) ? 'an array' : value === null ? 'null' : typeof value}` });
+      issues.push({
+        file,
+        line,
+        message: `expected a JSON object, got ${Array.isArray(value) ? 'an array' : value === null ? 'null' : typeof value}`,
+      });
       continue;
     }
     records.push({ line, value: value as Record<string, unknown> });
@@ -36,7 +40,8 @@ export function missingStrings(obj: Record<string, unknown>, fields: readonly st
   for (const f of fields) {
     const v = obj[f];
     if (v === undefined) out.push(`missing field '${f}'`);
-    else if (typeof v !== 'string') out.push(`field '${f}' must be a string, got ${v === null ? 'null' : Array.isArray(v) ? 'an array' : typeof v}`);
+    else if (typeof v !== 'string')
+      out.push(`field '${f}' must be a string, got ${v === null ? 'null' : Array.isArray(v) ? 'an array' : typeof v}`);
   }
   return out;
 }

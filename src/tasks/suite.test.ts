@@ -38,7 +38,9 @@ describe('loading suites', () => {
     const gz = bytes('humaneval-x-js.jsonl.gz');
     expect(isGzip(gz)).toBe(true);
     const viaZlib = await gunzip(gz);
-    const viaStream = new Uint8Array(await new Response(new Blob([gz as Uint8Array<ArrayBuffer>]).stream().pipeThrough(new DecompressionStream('gzip'))).arrayBuffer());
+    const viaStream = new Uint8Array(
+      await new Response(new Blob([gz as Uint8Array<ArrayBuffer>]).stream().pipeThrough(new DecompressionStream('gzip'))).arrayBuffer(),
+    );
     expect(viaStream).toEqual(viaZlib);
     const text = await bytesToText(gz);
     expect(isGzip(viaZlib)).toBe(false);
@@ -47,7 +49,15 @@ describe('loading suites', () => {
   });
 
   test('the native format round-trips, gzipped too', async () => {
-    const line = { task_id: 't/1', language: 'python', prompt: 'def f():\n', entry_point: 'f', tests: 'def check(c):\n    assert c() == 1\n', canonical_solution: '    return 1\n', meta: { level: 1 } };
+    const line = {
+      task_id: 't/1',
+      language: 'python',
+      prompt: 'def f():\n',
+      entry_point: 'f',
+      tests: 'def check(c):\n    assert c() == 1\n',
+      canonical_solution: '    return 1\n',
+      meta: { level: 1 },
+    };
     const { items, issues } = await loadSuite(gzipSync(`${JSON.stringify(line)}\n`), 'n.jsonl.gz');
     expect(issues).toEqual([]);
     expect(items).toEqual([line]);
@@ -61,7 +71,14 @@ describe('loading suites', () => {
 });
 
 describe('malformed input: reported with file and line, the valid rest loads', () => {
-  const good = (id: string): string => JSON.stringify({ task_id: id, language: 'javascript', prompt: 'const f = () => {\n', entry_point: 'f', tests: 'console.assert(f() === 1)\n' });
+  const good = (id: string): string =>
+    JSON.stringify({
+      task_id: id,
+      language: 'javascript',
+      prompt: 'const f = () => {\n',
+      entry_point: 'f',
+      tests: 'console.assert(f() === 1)\n',
+    });
   const text = [
     good('a'),
     '{"task_id": "b", "language": "javascript",',
@@ -99,7 +116,10 @@ describe('malformed input: reported with file and line, the valid rest loads', (
       JSON.stringify({ completion: '}' }),
     ].join('\r\n');
     const { items, issues } = parseCompletions(c, 'samples.jsonl', tasks);
-    expect(items).toEqual([{ task_id: 'a', completion: ' return 1\n}' }, { task_id: 'a', completion: '}' }]);
+    expect(items).toEqual([
+      { task_id: 'a', completion: ' return 1\n}' },
+      { task_id: 'a', completion: '}' },
+    ]);
     expect(issues.map(formatIssue)).toEqual([
       "samples.jsonl:2: unknown task_id 'zz': not in the suite",
       "samples.jsonl:3: field 'completion' must be a string, got number",

@@ -32,7 +32,14 @@ function fromHumanEvalX(o: Record<string, unknown>): Parsed {
   if (!entry) return { problems: ['cannot find the entry point: the declaration declares no function'] };
   const meta: Record<string, unknown> = { format: 'humaneval-x', declaration: o.declaration };
   if (typeof o.example_test === 'string') meta.example_test = o.example_test;
-  const task: Task = { task_id: o.task_id as string, language: 'javascript', prompt: o.prompt as string, entry_point: entry, tests: o.test as string, meta };
+  const task: Task = {
+    task_id: o.task_id as string,
+    language: 'javascript',
+    prompt: o.prompt as string,
+    entry_point: entry,
+    tests: o.test as string,
+    meta,
+  };
   if (typeof o.canonical_solution === 'string') task.canonical_solution = o.canonical_solution;
   return { task };
 }
@@ -41,7 +48,14 @@ function fromHumanEval(o: Record<string, unknown>): Parsed {
   const problems = missingStrings(o, ['task_id', 'prompt', 'entry_point', 'test']);
   if (o.canonical_solution !== undefined) problems.push(...missingStrings(o, ['canonical_solution']));
   if (problems.length) return { problems };
-  const task: Task = { task_id: o.task_id as string, language: 'python', prompt: o.prompt as string, entry_point: o.entry_point as string, tests: o.test as string, meta: { format: 'humaneval' } };
+  const task: Task = {
+    task_id: o.task_id as string,
+    language: 'python',
+    prompt: o.prompt as string,
+    entry_point: o.entry_point as string,
+    tests: o.test as string,
+    meta: { format: 'humaneval' },
+  };
   if (typeof o.canonical_solution === 'string') task.canonical_solution = o.canonical_solution;
   return { task };
 }
@@ -53,9 +67,16 @@ function fromNative(o: Record<string, unknown>): Parsed {
   }
   if (o.canonical_solution !== undefined) problems.push(...missingStrings(o, ['canonical_solution']));
   const meta = o.meta;
-  if (meta !== undefined && (typeof meta !== 'object' || meta === null || Array.isArray(meta))) problems.push(`field 'meta' must be an object`);
+  if (meta !== undefined && (typeof meta !== 'object' || meta === null || Array.isArray(meta)))
+    problems.push(`field 'meta' must be an object`);
   if (problems.length) return { problems };
-  const task: Task = { task_id: o.task_id as string, language: o.language as Language, prompt: o.prompt as string, entry_point: o.entry_point as string, tests: o.tests as string };
+  const task: Task = {
+    task_id: o.task_id as string,
+    language: o.language as Language,
+    prompt: o.prompt as string,
+    entry_point: o.entry_point as string,
+    tests: o.tests as string,
+  };
   if (typeof o.canonical_solution === 'string') task.canonical_solution = o.canonical_solution;
   if (meta !== undefined) task.meta = meta as Record<string, unknown>;
   return { task };

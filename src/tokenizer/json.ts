@@ -55,7 +55,9 @@ export function parseTokenizerJSON(json: unknown): { merges: number[]; specials:
   if (merges.length % 2 !== 0) fail(`field "merges" must hold pairs, but has odd length ${merges.length}`);
   const expected = 256 + merges.length / 2 + specials.length;
   if (vocabSize !== expected) {
-    fail(`field "vocabSize" is ${JSON.stringify(vocabSize)}, but 256 bytes + ${merges.length / 2} merges + ${specials.length} specials = ${expected}`);
+    fail(
+      `field "vocabSize" is ${JSON.stringify(vocabSize)}, but 256 bytes + ${merges.length / 2} merges + ${specials.length} specials = ${expected}`,
+    );
   }
   return { merges: merges as number[], specials: specials as string[] };
 }

@@ -30,8 +30,30 @@ export function taskDocuments(tasks: HumanEvalTask[]): string[] {
 }
 
 const PIECES = [
-  '\r\n', '\n', '\r', '\t', ' ', '    ', '\0', '\uD83D\uDE00', '\uD800', '\uDFFF', '\uDBFF\uDBFF',
-  'é', 'e\u0301', '中文', '\u00A0', '\u2028', '\uFEFF', '<|endoftext|>', '<|pad', 'const', ' x', '=>', '{}', '0x1F',
+  '\r\n',
+  '\n',
+  '\r',
+  '\t',
+  ' ',
+  '    ',
+  '\0',
+  '\uD83D\uDE00',
+  '\uD800',
+  '\uDFFF',
+  '\uDBFF\uDBFF',
+  'é',
+  'e\u0301',
+  '中文',
+  '\u00A0',
+  '\u2028',
+  '\uFEFF',
+  '<|endoftext|>',
+  '<|pad',
+  'const',
+  ' x',
+  '=>',
+  '{}',
+  '0x1F',
 ];
 
 /**

@@ -43,7 +43,9 @@ describe('Tokenizer round trip', () => {
   });
 
   it('rejects ids outside the vocabulary', () => {
-    expect(() => tok.decode([1, tok.vocabSize])).toThrow(`decode: token id ${tok.vocabSize} at position 1 is outside the vocabulary [0, ${tok.vocabSize})`);
+    expect(() => tok.decode([1, tok.vocabSize])).toThrow(
+      `decode: token id ${tok.vocabSize} at position 1 is outside the vocabulary [0, ${tok.vocabSize})`,
+    );
     expect(() => tok.decode([-1])).toThrow(RangeError);
     expect(() => tok.tokenBytes(2.5)).toThrow('outside the vocabulary');
   });
@@ -56,7 +58,10 @@ describe('Tokenizer training', () => {
     // (c,d) and (a,b) both occur once: (a,b) = (97,98) goes first whatever the corpus order
     const t1 = trainTokenizer(['cd', 'ab'], { vocabSize: 260, minPairCount: 1 });
     const t2 = trainTokenizer(['ab', 'cd'], { vocabSize: 260, minPairCount: 1 });
-    expect([t1.merge(0), t1.merge(1)]).toEqual([[97, 98], [99, 100]]);
+    expect([t1.merge(0), t1.merge(1)]).toEqual([
+      [97, 98],
+      [99, 100],
+    ]);
     expect(t2.toJSON()).toEqual(t1.toJSON());
   });
 
@@ -171,7 +176,17 @@ describe('toJSON / fromJSON', () => {
 
 /** The first 12 merges learned from the first 120 HumanEval-X JavaScript tasks (Node 20, x86-64), and their text. */
 const GOLDEN_FIRST_MERGES = [
-  [32, 32], [10, 256], [32, 61], [32, 116], [105, 110], [114, 101],
-  [115, 116], [257, 256], [108, 101], [32, 97], [101, 114], [32, 40],
+  [32, 32],
+  [10, 256],
+  [32, 61],
+  [32, 116],
+  [105, 110],
+  [114, 101],
+  [115, 116],
+  [257, 256],
+  [108, 101],
+  [32, 97],
+  [101, 114],
+  [32, 40],
 ];
 const GOLDEN_FIRST_TOKENS = ['  ', '\n  ', ' =', ' t', 'in', 're', 'st', '\n    ', 'le', ' a', 'er', ' ('];

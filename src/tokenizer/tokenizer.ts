@@ -180,7 +180,7 @@ export class Tokenizer {
       const a = this.merges[2 * best]!;
       const b = this.merges[2 * best + 1]!;
       let w = 0;
-      for (let i = 0; i < n; ) {
+      for (let i = 0; i < n;) {
         if (i + 1 < n && ids[i] === a && ids[i + 1] === b) {
           ids[w++] = MIN_VOCAB + best;
           i += 2;

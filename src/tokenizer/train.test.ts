@@ -18,7 +18,8 @@ function naiveMerges(corpus: string[], maxMerges: number, minPairCount: number):
   for (let z = 256; z < 256 + maxMerges; z++) {
     const counts = new Map<number, number>(); // a * 65536 + b -> count
     for (const { ids, n } of words) {
-      for (let i = 0; i + 1 < ids.length; i++) counts.set(ids[i]! * 65536 + ids[i + 1]!, (counts.get(ids[i]! * 65536 + ids[i + 1]!) ?? 0) + n);
+      for (let i = 0; i + 1 < ids.length; i++)
+        counts.set(ids[i]! * 65536 + ids[i + 1]!, (counts.get(ids[i]! * 65536 + ids[i + 1]!) ?? 0) + n);
     }
     let best = [0, 0, 0]; // count, left, right
     for (const [k, n] of counts) {
@@ -30,9 +31,11 @@ function naiveMerges(corpus: string[], maxMerges: number, minPairCount: number):
     merges.push(a, b);
     for (const w of words) {
       const out: number[] = [];
-      for (let i = 0; i < w.ids.length; ) {
-        if (w.ids[i] === a && w.ids[i + 1] === b) (out.push(z), (i += 2));
-        else out.push(w.ids[i++]!);
+      for (let i = 0; i < w.ids.length;) {
+        if (w.ids[i] === a && w.ids[i + 1] === b) {
+          out.push(z);
+          i += 2;
+        } else out.push(w.ids[i++]!);
       }
       w.ids = out;
     }
@@ -59,9 +62,11 @@ describe('BPE training', () => {
         for (let m = 0; m < tok.numMerges; m++) {
           const [a, b] = tok.merge(m);
           const out: number[] = [];
-          for (let i = 0; i < ids.length; ) {
-            if (ids[i] === a && ids[i + 1] === b) (out.push(256 + m), (i += 2));
-            else out.push(ids[i++]!);
+          for (let i = 0; i < ids.length;) {
+            if (ids[i] === a && ids[i + 1] === b) {
+              out.push(256 + m);
+              i += 2;
+            } else out.push(ids[i++]!);
           }
           ids = out;
         }

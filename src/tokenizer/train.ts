@@ -41,7 +41,8 @@ function validateOptions(corpus: string[], opts: TrainOptions) {
   }
   const specials = [EOS, PAD];
   for (const s of opts.specials ?? []) {
-    if (typeof s !== 'string' || s === '') throw new TypeError(`trainTokenizer: specials must be non-empty strings, got ${JSON.stringify(s)}`);
+    if (typeof s !== 'string' || s === '')
+      throw new TypeError(`trainTokenizer: specials must be non-empty strings, got ${JSON.stringify(s)}`);
     if (!specials.includes(s)) specials.push(s);
   }
   if (vocabSize < MIN_VOCAB + specials.length) {
@@ -143,7 +144,7 @@ function mergeWord(word: number[], a: number, b: number, z: number, inMerge: Uin
   if (first + 1 >= word.length) return word; // stale entry of `where`: the pair is gone from this word
   inMerge.fill(0, 0, first);
   const out = word.slice(0, first);
-  for (let i = first; i < word.length; ) {
+  for (let i = first; i < word.length;) {
     if (i + 1 < word.length && word[i] === a && word[i + 1] === b) {
       out.push(z);
       inMerge[i] = inMerge[i + 1] = 1;

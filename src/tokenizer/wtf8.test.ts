@@ -52,7 +52,7 @@ describe('wtf8', () => {
       if (k % 2 === 0) bytes.set(wtf8Encode(randomString(rng, 8)).subarray(0, 30));
       let pending = new Uint8Array(0);
       let text = '';
-      for (let i = 0; i < bytes.length; ) {
+      for (let i = 0; i < bytes.length;) {
         const step = 1 + Math.floor(rng.next() * 4);
         const joined = new Uint8Array([...pending, ...bytes.subarray(i, i + step)]);
         const part = wtf8DecodeChunk(joined, false);

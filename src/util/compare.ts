@@ -16,11 +16,7 @@ export interface Comparison {
   failures: number;
 }
 
-export function compareArrays(
-  actual: ArrayLike<number>,
-  expected: ArrayLike<number>,
-  tol: Tolerance,
-): Comparison {
+export function compareArrays(actual: ArrayLike<number>, expected: ArrayLike<number>, tol: Tolerance): Comparison {
   if (actual.length !== expected.length) {
     throw new Error(`compareArrays: length ${actual.length} (actual) != ${expected.length} (expected)`);
   }

@@ -51,7 +51,13 @@ function legendValue(u: uPlot, v: number | null, series: number, idx: number | n
   return v == null ? '—' : formatValue(v);
 }
 
-function options(xLabel: string, lines: readonly ChartLine[], width: number, height: number, markers: { current: readonly number[] }): uPlot.Options {
+function options(
+  xLabel: string,
+  lines: readonly ChartLine[],
+  width: number,
+  height: number,
+  markers: { current: readonly number[] },
+): uPlot.Options {
   return {
     width,
     height,
@@ -148,10 +154,17 @@ export function Chart({ id, title, xLabel, data, lines, markers = NO_MARKERS, he
     return () => cancelAnimationFrame(frame);
   }, [data, markers]);
 
-  const label = describeChart(title, xLabel, data, lines.map((l) => l.label));
+  const label = describeChart(
+    title,
+    xLabel,
+    data,
+    lines.map((l) => l.label),
+  );
   return (
     <figure className="chart" role="img" aria-label={label} data-testid={`chart-${id}`} data-points={data.x.length}>
-      <figcaption className="chart-title" aria-hidden="true">{title}</figcaption>
+      <figcaption className="chart-title" aria-hidden="true">
+        {title}
+      </figcaption>
       <div ref={box} className="chart-plot" style={{ minHeight: height }} />
     </figure>
   );

@@ -2,7 +2,12 @@
 import { describe, expect, test } from 'vitest';
 import { align, chartGroups, describeChart, flattenAlarms, formatValue, groupData, metricSeries, type MetricRow } from './series';
 
-const sft = (step: number, train: number, val?: number): MetricRow => ({ stage: 'sft', step, 'loss/train': train, ...(val !== undefined ? { 'loss/val': val } : {}) });
+const sft = (step: number, train: number, val?: number): MetricRow => ({
+  stage: 'sft',
+  step,
+  'loss/train': train,
+  ...(val !== undefined ? { 'loss/val': val } : {}),
+});
 
 /** A PPO line as ppoIteration + the pipeline log it, as read back from metrics.jsonl (NaN written as null). */
 function ppo(iteration: number, over: Record<string, unknown> = {}): MetricRow {
@@ -63,8 +68,11 @@ describe('metricSeries', () => {
   });
   test('non-numeric values are gaps; lines without a usable x are skipped; a repeated x keeps the last line', () => {
     const lines: MetricRow[] = [
-      sft(1, 3), sft(2, 2.8), sft(3, 2.7),
-      sft(1, 3.1), sft(2, 2.85), // SFT restarted on resume
+      sft(1, 3),
+      sft(2, 2.8),
+      sft(3, 2.7),
+      sft(1, 3.1),
+      sft(2, 2.85), // SFT restarted on resume
       { stage: 'sft', 'loss/train': 9 }, // no step
       { stage: 'sft', step: null, 'loss/train': 9 },
       { stage: 'sft', step: 4, 'loss/train': 'oops' },
@@ -82,7 +90,13 @@ describe('align', () => {
   test('union of x; undefined where a series has no point, null gaps kept', () => {
     const a = { x: [0, 1, 2, 3], y: [0, 0.1, null, 0.3] };
     const b = { x: [0, 2, 5], y: [1, 2, 5] };
-    expect(align([a, b])).toEqual({ x: [0, 1, 2, 3, 5], ys: [[0, 0.1, null, 0.3, undefined], [1, undefined, 2, undefined, 5]] });
+    expect(align([a, b])).toEqual({
+      x: [0, 1, 2, 3, 5],
+      ys: [
+        [0, 0.1, null, 0.3, undefined],
+        [1, undefined, 2, undefined, 5],
+      ],
+    });
     expect(align([])).toEqual({ x: [], ys: [] });
   });
   test('thousands of points stay fast', () => {
@@ -99,11 +113,26 @@ describe('align', () => {
 describe('chartGroups', () => {
   test('only groups and series with values, in pipeline order', () => {
     const groups = chartGroups(runLines);
-    expect(groups.map((g) => g.id)).toEqual(['sft-loss', 'rm-loss', 'reward', 'pass', 'kl', 'entropy', 'losses', 'clipfrac', 'explained-variance', 'tokens-per-s']);
+    expect(groups.map((g) => g.id)).toEqual([
+      'sft-loss',
+      'rm-loss',
+      'reward',
+      'pass',
+      'kl',
+      'entropy',
+      'losses',
+      'clipfrac',
+      'explained-variance',
+      'tokens-per-s',
+    ]);
     const byId = Object.fromEntries(groups.map((g) => [g.id, g]));
     expect(byId['reward']!.series.map((s) => s.key)).toEqual(['env/reward_mean', 'reward/test_pass_mean', 'reward/lint_mean']);
     expect(byId['reward']!.series.map((s) => s.label)).toEqual(['reward mean', 'test_pass', 'lint']);
-    expect(byId['pass']!.series.map((s) => [s.key, s.sparse])).toEqual([['env/pass_rate', false], ['env/ast_valid_rate', false], ['eval/heldout_pass@1', true]]);
+    expect(byId['pass']!.series.map((s) => [s.key, s.sparse])).toEqual([
+      ['env/pass_rate', false],
+      ['env/ast_valid_rate', false],
+      ['eval/heldout_pass@1', true],
+    ]);
     expect(byId['sft-loss']!.x).toBe('sft-step');
     expect(byId['kl']!.x).toBe('iteration');
   });
@@ -111,7 +140,14 @@ describe('chartGroups', () => {
     const lines = [ppo(0, { 'reward/reward_model_mean': 0.1, 'reward/zeta_mean': 0, 'reward/all_pass_mean': 0 }), ppo(1)];
     const groups = chartGroups(lines);
     expect(groups.some((g) => g.id === 'explained-variance')).toBe(false);
-    expect(groups.find((g) => g.id === 'reward')!.series.map((s) => s.label)).toEqual(['reward mean', 'test_pass', 'all_pass', 'lint', 'reward_model', 'zeta']);
+    expect(groups.find((g) => g.id === 'reward')!.series.map((s) => s.label)).toEqual([
+      'reward mean',
+      'test_pass',
+      'all_pass',
+      'lint',
+      'reward_model',
+      'zeta',
+    ]);
   });
   test('SFT only: one chart; the SFT evaluation alone gives the pass-rate chart its held-out point', () => {
     expect(chartGroups(runLines.slice(0, 4)).map((g) => g.id)).toEqual(['sft-loss']);
@@ -121,7 +157,12 @@ describe('chartGroups', () => {
   });
   test('nothing to chart', () => {
     expect(chartGroups([])).toEqual([]);
-    expect(chartGroups([{ stage: 'rm-eval', 'rm/heldout_pairwise_accuracy': 0.5 }, { stage: 'ppo', iteration: 0, alarms: [] }])).toEqual([]);
+    expect(
+      chartGroups([
+        { stage: 'rm-eval', 'rm/heldout_pairwise_accuracy': 0.5 },
+        { stage: 'ppo', iteration: 0, alarms: [] },
+      ]),
+    ).toEqual([]);
   });
 });
 
@@ -133,8 +174,12 @@ describe('groupData', () => {
     const d = groupData(group, [a, b]);
     expect(d.x).toEqual([0, 1, 2, 3]);
     expect(d.series.map((s) => [s.run, s.key])).toEqual([
-      [0, 'env/reward_mean'], [0, 'reward/test_pass_mean'], [0, 'reward/lint_mean'],
-      [1, 'env/reward_mean'], [1, 'reward/test_pass_mean'], [1, 'reward/lint_mean'],
+      [0, 'env/reward_mean'],
+      [0, 'reward/test_pass_mean'],
+      [0, 'reward/lint_mean'],
+      [1, 'env/reward_mean'],
+      [1, 'reward/test_pass_mean'],
+      [1, 'reward/lint_mean'],
     ]);
     expect(d.ys[0]).toEqual([0, 0.1, 0.2, undefined]);
     expect(d.ys[3]).toEqual([undefined, 5, undefined, 7]);
@@ -173,11 +218,25 @@ describe('flattenAlarms', () => {
 
 describe('text', () => {
   test('formatValue', () => {
-    expect([0, 1, 0.123456, -2.5, 1234.56, 123456, 0.0001234, NaN].map(formatValue)).toEqual(['0', '1', '0.1235', '-2.5', '1235', '1.23e+5', '1.23e-4', 'NaN']);
+    expect([0, 1, 0.123456, -2.5, 1234.56, 123456, 0.0001234, NaN].map(formatValue)).toEqual([
+      '0',
+      '1',
+      '0.1235',
+      '-2.5',
+      '1235',
+      '1.23e+5',
+      '1.23e-4',
+      'NaN',
+    ]);
   });
   test('describeChart names each series’ latest value and its x', () => {
-    const d = align([{ x: [0, 1, 2], y: [0.5, 0.25, null] }, { x: [], y: [] }]);
-    expect(describeChart('Reward', 'PPO iteration', d, ['reward mean', 'lint'])).toBe('Reward: 3 points. Latest: reward mean 0.25 at PPO iteration 1; lint no value yet.');
+    const d = align([
+      { x: [0, 1, 2], y: [0.5, 0.25, null] },
+      { x: [], y: [] },
+    ]);
+    expect(describeChart('Reward', 'PPO iteration', d, ['reward mean', 'lint'])).toBe(
+      'Reward: 3 points. Latest: reward mean 0.25 at PPO iteration 1; lint no value yet.',
+    );
     expect(describeChart('KL', 'PPO iteration', align([{ x: [4], y: [1] }]), ['KL'])).toBe('KL: 1 point. Latest: KL 1 at PPO iteration 4.');
   });
 });

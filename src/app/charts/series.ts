@@ -210,7 +210,10 @@ export function flattenAlarms(lines: readonly MetricRow[]): Alarm[] {
   const byIt = new Map<number, string[]>();
   for (const l of lines) {
     if (l.stage !== 'ppo' || !finite(l.iteration) || !Array.isArray(l.alarms)) continue;
-    byIt.set(l.iteration, l.alarms.filter((a): a is string => typeof a === 'string'));
+    byIt.set(
+      l.iteration,
+      l.alarms.filter((a): a is string => typeof a === 'string'),
+    );
   }
   return [...byIt.keys()].sort((a, b) => a - b).flatMap((iteration) => byIt.get(iteration)!.map((message) => ({ iteration, message })));
 }

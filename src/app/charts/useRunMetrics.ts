@@ -33,11 +33,16 @@ async function readStored(name: string): Promise<MetricRow[]> {
   return readMetrics((await runStorage()).open(name));
 }
 
-const problem = (name: string, e: unknown): string => `Could not read the metrics of run “${name}”: ${(e instanceof Error ? e.message : String(e)) || 'unknown error'}`;
+const problem = (name: string, e: unknown): string =>
+  `Could not read the metrics of run “${name}”: ${(e instanceof Error ? e.message : String(e)) || 'unknown error'}`;
 
 /** A stored run's metrics, read when `name` changes; null reads nothing. */
 function useStoredMetrics(name: string | null): RunMetrics {
-  const [state, setState] = useState<{ name: string | null; lines: readonly MetricRow[]; error: string | null }>({ name: null, lines: EMPTY, error: null });
+  const [state, setState] = useState<{ name: string | null; lines: readonly MetricRow[]; error: string | null }>({
+    name: null,
+    lines: EMPTY,
+    error: null,
+  });
   useEffect(() => {
     if (name === null) return;
     let live = true;
@@ -60,9 +65,10 @@ function useLiveMetrics(active: boolean): RunMetrics {
   // a run (re)started: the tail was reset, and lines the last read missed are now only in the file
   const [session, setSession] = useState(0);
   useEffect(
-    () => useLab.subscribe((s, prev) => {
-      if (s.run.metrics !== prev.run.metrics && s.run.metrics.length === 0) setSession((n) => n + 1);
-    }),
+    () =>
+      useLab.subscribe((s, prev) => {
+        if (s.run.metrics !== prev.run.metrics && s.run.metrics.length === 0) setSession((n) => n + 1);
+      }),
     [],
   );
   const key = name === null ? null : `${session}\u0000${name}`;
@@ -87,7 +93,10 @@ function useLiveMetrics(active: boolean): RunMetrics {
       if (reading.current === key) reading.current = null;
       if (current.current === key) setStored({ key, lines, anchor, error });
     };
-    readStored(name).then((lines) => done(lines, null), (e: unknown) => done(EMPTY, problem(name, e)));
+    readStored(name).then(
+      (lines) => done(lines, null),
+      (e: unknown) => done(EMPTY, problem(name, e)),
+    );
   }, [stale, key, name, tail]);
 
   const lines = useMemo(() => (ours && stored.lines.length ? [...stored.lines, ...tail] : tail), [ours, stored, tail]);

@@ -32,7 +32,11 @@ export function OnnxCheckpointActions({ name, disabled }: { name: string; disabl
       downloadBytes(out.model.name, out.model.bytes);
       if (out.tokenizer) downloadBytes(out.tokenizer.name, out.tokenizer.text, 'application/json');
       const files = [out.model.name, ...(out.tokenizer ? [out.tokenizer.name] : [])];
-      setState({ phase: 'exported', files, note: out.tokenizer ? null : 'this checkpoint carries no tokenizer, so no tokenizer file was written' });
+      setState({
+        phase: 'exported',
+        files,
+        note: out.tokenizer ? null : 'this checkpoint carries no tokenizer, so no tokenizer file was written',
+      });
     } catch (e) {
       setState({ phase: 'error', message: `Could not export "${name}" to ONNX: ${errorText(e)}` });
     }
@@ -57,10 +61,22 @@ export function OnnxCheckpointActions({ name, disabled }: { name: string; disabl
       <label htmlFor={`${id}-kv`}>
         <input id={`${id}-kv`} type="checkbox" checked={kv} onChange={(e) => setKv(e.target.checked)} data-testid="onnx-kv" /> KV cache
       </label>{' '}
-      <button type="button" disabled={disabled || working} onClick={() => void exportFiles()} data-testid="onnx-export" aria-label={`Export ${name} to ONNX`}>
+      <button
+        type="button"
+        disabled={disabled || working}
+        onClick={() => void exportFiles()}
+        data-testid="onnx-export"
+        aria-label={`Export ${name} to ONNX`}
+      >
         Export ONNX
       </button>{' '}
-      <button type="button" disabled={disabled || working || !gpuReady} onClick={() => void checkParity()} data-testid="onnx-parity" aria-label={`Check ONNX parity of ${name}`}>
+      <button
+        type="button"
+        disabled={disabled || working || !gpuReady}
+        onClick={() => void checkParity()}
+        data-testid="onnx-parity"
+        aria-label={`Check ONNX parity of ${name}`}
+      >
         Check ONNX parity
       </button>
       {working && (

@@ -57,11 +57,17 @@ export function OnnxImport() {
   }
 
   return (
-    <section className="onnx-import" aria-label="Import ONNX model" data-testid="onnx-import" data-state={loading ? 'loading' : error ? 'error' : model ? 'loaded' : 'idle'} data-attempts={attempts}>
+    <section
+      className="onnx-import"
+      aria-label="Import ONNX model"
+      data-testid="onnx-import"
+      data-state={loading ? 'loading' : error ? 'error' : model ? 'loaded' : 'idle'}
+      data-attempts={attempts}
+    >
       <h3>Import ONNX model</h3>
       <p className="hint">
-        A causal LM (input_ids → logits; attention_mask, position_ids, KV cache and values optional) with its tokenizer file, run
-        in onnxruntime-web and kept in memory while this page is open.
+        A causal LM (input_ids → logits; attention_mask, position_ids, KV cache and values optional) with its tokenizer file, run in
+        onnxruntime-web and kept in memory while this page is open.
       </p>
       <form className="ckpt-row" onSubmit={(e) => void load(e)}>
         <label htmlFor={`${id}-m`}>Model (.onnx)</label>
@@ -69,7 +75,15 @@ export function OnnxImport() {
         <label htmlFor={`${id}-t`}>Tokenizer (.json)</label>
         <input id={`${id}-t`} ref={tokInput} type="file" accept=".json,application/json" data-testid="onnx-import-tokenizer" />
         <label htmlFor={`${id}-c`}>Context</label>
-        <input id={`${id}-c`} className="ckpt-seed" value={context} placeholder="from metadata" onChange={(e) => setContext(e.target.value)} aria-invalid={'error' in ctx} data-testid="onnx-import-context" />
+        <input
+          id={`${id}-c`}
+          className="ckpt-seed"
+          value={context}
+          placeholder="from metadata"
+          onChange={(e) => setContext(e.target.value)}
+          aria-invalid={'error' in ctx}
+          data-testid="onnx-import-context"
+        />
         <label htmlFor={`${id}-ep`}>Run on</label>
         <select id={`${id}-ep`} value={ep} onChange={(e) => setEp(e.target.value as BrowserEp)} data-testid="onnx-import-ep">
           {hasWebGpu && <option value="webgpu">ORT webgpu</option>}
@@ -120,7 +134,8 @@ function Generate({ model, ep, file }: { model: ImportedModel; ep: BrowserEp; fi
         Loaded {file} on ORT {ep}: vocabulary {info.vocabSize}, context {model.policy.config.contextLength}
         {info.kv ? `, KV cache (${info.kv.layers} layers)` : ', no KV cache'}
         {info.hasValues ? ', value head' : ''}
-        {info.producer ? `; produced by ${info.producer}` : ''}. The Evaluate panel offers it as “ONNX: {file}”, and the Experiment setup as a KL reference.
+        {info.producer ? `; produced by ${info.producer}` : ''}. The Evaluate panel offers it as “ONNX: {file}”, and the Experiment setup as
+        a KL reference.
       </p>
       <form onSubmit={(e) => void run(e)}>
         <label htmlFor={`${id}-p`}>Prompt</label>

@@ -12,10 +12,18 @@ import { loadBrowserOrt } from '../../onnx/browser';
 import { currentRuntime } from '../../store/gpuSlice';
 import { errorText } from './files';
 
-type RaceState = { phase: 'idle' } | { phase: 'running'; step: string } | { phase: 'done'; result: OnnxRaceResult; seconds: number } | { phase: 'error'; message: string };
+type RaceState =
+  | { phase: 'idle' }
+  | { phase: 'running'; step: string }
+  | { phase: 'done'; result: OnnxRaceResult; seconds: number }
+  | { phase: 'error'; message: string };
 
 const PRESETS = Object.keys(MODEL_PRESETS) as RacePreset[];
-const slug = (engine: string) => engine.toLowerCase().replace(/^ort /, '').replace(/[^a-z0-9]+/g, '-');
+const slug = (engine: string) =>
+  engine
+    .toLowerCase()
+    .replace(/^ort /, '')
+    .replace(/[^a-z0-9]+/g, '-');
 
 export function OnnxRace() {
   const gpuReady = useLab((s) => s.gpu.status === 'ready');
@@ -45,11 +53,17 @@ export function OnnxRace() {
   }
 
   return (
-    <section className="onnx-race" aria-label="ONNX race" data-testid="onnx-race" data-state={state.phase} data-result={state.phase === 'done' ? JSON.stringify(state.result) : undefined}>
+    <section
+      className="onnx-race"
+      aria-label="ONNX race"
+      data-testid="onnx-race"
+      data-state={state.phase}
+      data-result={state.phase === 'done' ? JSON.stringify(state.result) : undefined}
+    >
       <h3>ONNX race</h3>
       <p className="hint">
-        The same exported model in our WGSL engine and in onnxruntime-web (webgpu and wasm) in this page: a forward pass and
-        greedy generation, warm-up excluded, medians. Goal: ours at least 1.5x faster.
+        The same exported model in our WGSL engine and in onnxruntime-web (webgpu and wasm) in this page: a forward pass and greedy
+        generation, warm-up excluded, medians. Goal: ours at least 1.5x faster.
       </p>
       <div className="ckpt-row">
         <label htmlFor={`${id}-preset`}>Preset</label>
@@ -84,8 +98,8 @@ function RaceTable({ result: r, seconds }: { result: OnnxRaceResult; seconds: nu
     <div data-testid="onnx-race-results">
       <table>
         <caption>
-          {r.preset}: forward B={r.forward.B} T={r.forward.T}; generation B={r.generate.B}, prompt {r.generate.prompt_len}, {r.generate.new_tokens} new
-          tokens; medians of {r.reps} warm runs ({seconds.toFixed(0)} s in all)
+          {r.preset}: forward B={r.forward.B} T={r.forward.T}; generation B={r.generate.B}, prompt {r.generate.prompt_len},{' '}
+          {r.generate.new_tokens} new tokens; medians of {r.reps} warm runs ({seconds.toFixed(0)} s in all)
         </caption>
         <thead>
           <tr>

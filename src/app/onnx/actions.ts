@@ -24,7 +24,10 @@ export function exportCheckpointOnnx(checkpointName: string, bytes: Uint8Array, 
   const snap = loadModel(bytes);
   const names = onnxFileNames(checkpointName);
   const model = exportOnnx(snap, { kvCache, tokenizerFile: snap.tokenizer ? names.tokenizer : undefined });
-  return { model: { name: names.model, bytes: model }, tokenizer: snap.tokenizer ? { name: names.tokenizer, text: JSON.stringify(snap.tokenizer) } : null };
+  return {
+    model: { name: names.model, bytes: model },
+    tokenizer: snap.tokenizer ? { name: names.tokenizer, text: JSON.stringify(snap.tokenizer) } : null,
+  };
 }
 
 export interface BrowserParityRow {
@@ -50,7 +53,8 @@ export async function browserParity(bytes: Uint8Array, rt: GpuRuntime, eps: Brow
   let T = 0;
   for (const ep of eps) {
     const r = await onnxParity(await browserOrt(ep), snap, { gpu: rt });
-    const worst = (engine: 'cpu' | 'webgpu') => Math.max(...r.checks.filter((c) => c.engine === engine).flatMap((c) => [c.logits, c.values]));
+    const worst = (engine: 'cpu' | 'webgpu') =>
+      Math.max(...r.checks.filter((c) => c.engine === engine).flatMap((c) => [c.logits, c.values]));
     rows.push({ ep, vs_webgpu: worst('webgpu'), vs_cpu: worst('cpu') });
     B = r.B;
     T = r.T;
@@ -59,7 +63,12 @@ export async function browserParity(bytes: Uint8Array, rt: GpuRuntime, eps: Brow
 }
 
 /** A user's model and tokenizer files as a frozen policy on one execution provider (import.ts checks, their messages), with the files' contents (the Evaluate panel loads them again in its worker). */
-export async function importUserModel(model: File, tokenizer: File, ep: BrowserEp, contextLength: number | undefined): Promise<ImportedModel & { bytes: Uint8Array; tokenizerText: string }> {
+export async function importUserModel(
+  model: File,
+  tokenizer: File,
+  ep: BrowserEp,
+  contextLength: number | undefined,
+): Promise<ImportedModel & { bytes: Uint8Array; tokenizerText: string }> {
   const [bytes, tokText] = await Promise.all([model.arrayBuffer().then((b) => new Uint8Array(b)), tokenizer.text()]);
   const m = await importOnnxModel(await browserOrt(ep), bytes, tokText, { file: model.name, tokenizerFile: tokenizer.name, contextLength });
   return { ...m, bytes, tokenizerText: tokText };
@@ -73,13 +82,22 @@ export interface Sample {
 }
 
 /** Samples a completion of `prompt` (temperature 0: greedy), up to maxNewTokens and the context. */
-export async function sampleFrom(m: ImportedModel, prompt: string, o: { maxNewTokens: number; temperature: number; seed: number }): Promise<Sample> {
+export async function sampleFrom(
+  m: ImportedModel,
+  prompt: string,
+  o: { maxNewTokens: number; temperature: number; seed: number },
+): Promise<Sample> {
   const ids = m.tokenizer.encode(prompt);
   if (ids.length === 0) throw new Error('the prompt is empty: write a few characters to continue');
   const room = m.policy.config.contextLength - ids.length;
   if (room < 1) throw new Error(`the prompt has ${ids.length} tokens; the model's context is ${m.policy.config.contextLength}`);
   const t0 = performance.now();
-  const r = await m.policy.generate([ids], { maxNewTokens: Math.min(o.maxNewTokens, room), temperature: o.temperature, seed: o.seed, eosId: m.tokenizer.eosId });
+  const r = await m.policy.generate([ids], {
+    maxNewTokens: Math.min(o.maxNewTokens, room),
+    temperature: o.temperature,
+    seed: o.seed,
+    eosId: m.tokenizer.eosId,
+  });
   const out = r.tokens[0]!.filter((t) => t !== m.tokenizer.eosId);
   return { text: m.tokenizer.decode(out), tokens: r.tokens[0]!.length, finish: r.finish[0]!, ms: performance.now() - t0 };
 }

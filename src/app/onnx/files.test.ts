@@ -11,6 +11,7 @@ describe('app ONNX file helpers', () => {
   test('the context field: empty is "from the metadata", else an integer >= 2', () => {
     expect(parseContextLength(' ')).toEqual({ value: undefined });
     expect(parseContextLength('64')).toEqual({ value: 64 });
-    for (const bad of ['1', '2.5', '-3', 'abc', '1e3']) expect(parseContextLength(bad)).toEqual({ error: expect.stringMatching(/integer >= 2/) });
+    for (const bad of ['1', '2.5', '-3', 'abc', '1e3'])
+      expect(parseContextLength(bad)).toEqual({ error: expect.stringMatching(/integer >= 2/) });
   });
 });

@@ -33,7 +33,10 @@ export function BenchPanel() {
     const step = (s: string): void => setState({ phase: 'running', step: s, at: (performance.now() - started.current) / 1000 });
     step('loading the benchmark and TF.js');
     try {
-      const [{ benchEngine, ENGINE_BENCH_BROWSER }, { loadTfjs }] = await Promise.all([import('../../perf/engine'), import('../../perf/tfjs')]);
+      const [{ benchEngine, ENGINE_BENCH_BROWSER }, { loadTfjs }] = await Promise.all([
+        import('../../perf/engine'),
+        import('../../perf/tfjs'),
+      ]);
       const tf = await loadTfjs(navigator.gpu);
       const result = await benchEngine(rt, tf, ENGINE_BENCH_BROWSER, step);
       setState({ phase: 'done', result, seconds: (performance.now() - started.current) / 1000 });
@@ -45,8 +48,8 @@ export function BenchPanel() {
   return (
     <div className="bench-panel" data-testid="bench" data-state={state.phase}>
       <p className="hint">
-        Our WGSL kernels against TensorFlow.js (WebGPU backend) on this adapter: matmul GFLOP/s, training and generation
-        tokens/s. The same bench as <code>npx coderl bench engine</code>, at small sizes.
+        Our WGSL kernels against TensorFlow.js (WebGPU backend) on this adapter: matmul GFLOP/s, training and generation tokens/s. The same
+        bench as <code>npx coderl bench engine</code>, at small sizes.
       </p>
       <button type="button" onClick={() => void run()} disabled={!gpuReady || running} data-testid="bench-run">
         {running ? 'Running…' : 'Run benchmark'}

@@ -144,12 +144,7 @@ function CheckpointList() {
   return (
     <ul className="ckpt-list" aria-label="Stored checkpoints" data-testid="ckpt-list">
       {items.map((c) => (
-        <CheckpointItem
-          key={c.name}
-          item={c}
-          confirming={confirming === c.name}
-          onConfirm={(on) => setConfirming(on ? c.name : null)}
-        />
+        <CheckpointItem key={c.name} item={c} confirming={confirming === c.name} onConfirm={(on) => setConfirming(on ? c.name : null)} />
       ))}
     </ul>
   );
@@ -186,9 +181,7 @@ function CheckpointItem({ item, confirming, onConfirm }: { item: CheckpointSumma
         {info && (
           <>
             <dt>Config</dt>
-            <dd data-testid="ckpt-config">
-              {c ? configSummary(c) : `not a model config: ${info.configProblem}`}
-            </dd>
+            <dd data-testid="ckpt-config">{c ? configSummary(c) : `not a model config: ${info.configProblem}`}</dd>
             <dt>Parameters</dt>
             <dd data-testid="ckpt-params">{info.paramCount?.toLocaleString('en-US') ?? '—'}</dd>
             <dt>Optimizer state</dt>
@@ -198,7 +191,11 @@ function CheckpointItem({ item, confirming, onConfirm }: { item: CheckpointSumma
               {info.tokenizer ? `yes${info.tokenizerVocab !== null ? ` (${info.tokenizerVocab} tokens)` : ''}` : 'no'}
             </dd>
             <dt>Meta</dt>
-            <dd data-testid="ckpt-meta">{metaEntries(info.meta).map(([k, v]) => `${k} ${v}`).join(', ') || '—'}</dd>
+            <dd data-testid="ckpt-meta">
+              {metaEntries(info.meta)
+                .map(([k, v]) => `${k} ${v}`)
+                .join(', ') || '—'}
+            </dd>
           </>
         )}
       </dl>
@@ -220,10 +217,22 @@ function CheckpointItem({ item, confirming, onConfirm }: { item: CheckpointSumma
         </div>
       ) : (
         <div className="ckpt-actions">
-          <button type="button" disabled={busy} onClick={() => void download()} data-testid="ckpt-export" aria-label={`Export ${item.name}`}>
+          <button
+            type="button"
+            disabled={busy}
+            onClick={() => void download()}
+            data-testid="ckpt-export"
+            aria-label={`Export ${item.name}`}
+          >
             Export
           </button>{' '}
-          <button type="button" disabled={busy} onClick={() => onConfirm(true)} data-testid="ckpt-delete" aria-label={`Delete ${item.name}`}>
+          <button
+            type="button"
+            disabled={busy}
+            onClick={() => onConfirm(true)}
+            data-testid="ckpt-delete"
+            aria-label={`Delete ${item.name}`}
+          >
             Delete…
           </button>
         </div>

@@ -21,7 +21,9 @@ export function CodePanel() {
   const showKernel = useLab((s) => s.showKernel);
   const k = KERNELS[kernel] ?? KERNELS.saxpy!;
   // selecting a rollout (in the rollout browser) brings its view forward
-  const selected = useLab((s) => (s.rollouts.selected === null ? null : `${s.rollouts.run}/${s.rollouts.iteration}/${s.rollouts.selected}`));
+  const selected = useLab((s) =>
+    s.rollouts.selected === null ? null : `${s.rollouts.run}/${s.rollouts.iteration}/${s.rollouts.selected}`,
+  );
   useEffect(() => {
     if (selected !== null) setTab('rollout');
   }, [selected, setTab]);

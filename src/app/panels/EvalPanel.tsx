@@ -14,8 +14,15 @@ import { useLab } from '../../store';
 import type { CheckpointInfo } from '../../lab/checkpoints';
 import { configSummary, metaEntries } from '../../lab/checkpoints';
 import {
-  checkpointKey, DEFAULT_EVAL_FORM, parseEvalForm, policyProblem, splitLabel, suiteKey,
-  type CheckpointRef, type EvalForm, type Split,
+  checkpointKey,
+  DEFAULT_EVAL_FORM,
+  parseEvalForm,
+  policyProblem,
+  splitLabel,
+  suiteKey,
+  type CheckpointRef,
+  type EvalForm,
+  type Split,
 } from '../../store/evalSlice';
 import type { TaskRow } from '../../rl/eval-suite';
 
@@ -46,21 +53,26 @@ function useCheckpointOptions(): CheckpointOption[] {
   const runs = useLab((s) => s.evaluation.runs);
   const stored = useLab((s) => s.checkpoints.items);
   const onnx = useLab((s) => s.evaluation.onnxModels);
-  return useMemo(() => [
-    ...runs.flatMap((r) => r.checkpoints.map((c): CheckpointOption => {
-      const ref: CheckpointRef = { kind: 'run', run: r.run, file: c.file };
-      return { key: checkpointKey(ref), ref, label: `${r.run} / ${c.file}`, info: c.info, problem: c.problem ?? policyProblem(c.info) };
-    })),
-    ...stored.map((c): CheckpointOption => {
-      const ref: CheckpointRef = { kind: 'stored', name: c.name };
-      return { key: checkpointKey(ref), ref, label: c.name, info: c.info, problem: c.problem ?? policyProblem(c.info) };
-    }),
-    ...onnx.map((m): CheckpointOption => {
-      const ref: CheckpointRef = { kind: 'onnx', name: m.name };
-      const summary = `ONNX model, vocabulary ${m.vocabSize}, context ${m.contextLength}; runs in onnxruntime-web (wasm)`;
-      return { key: checkpointKey(ref), ref, label: `ONNX: ${m.name}`, info: null, problem: null, summary };
-    }),
-  ], [runs, stored, onnx]);
+  return useMemo(
+    () => [
+      ...runs.flatMap((r) =>
+        r.checkpoints.map((c): CheckpointOption => {
+          const ref: CheckpointRef = { kind: 'run', run: r.run, file: c.file };
+          return { key: checkpointKey(ref), ref, label: `${r.run} / ${c.file}`, info: c.info, problem: c.problem ?? policyProblem(c.info) };
+        }),
+      ),
+      ...stored.map((c): CheckpointOption => {
+        const ref: CheckpointRef = { kind: 'stored', name: c.name };
+        return { key: checkpointKey(ref), ref, label: c.name, info: c.info, problem: c.problem ?? policyProblem(c.info) };
+      }),
+      ...onnx.map((m): CheckpointOption => {
+        const ref: CheckpointRef = { kind: 'onnx', name: m.name };
+        const summary = `ONNX model, vocabulary ${m.vocabSize}, context ${m.contextLength}; runs in onnxruntime-web (wasm)`;
+        return { key: checkpointKey(ref), ref, label: `ONNX: ${m.name}`, info: null, problem: null, summary };
+      }),
+    ],
+    [runs, stored, onnx],
+  );
 }
 
 export function EvalPanel() {
@@ -100,39 +112,79 @@ export function EvalPanel() {
         <label htmlFor={`${id}-ckpt`}>Checkpoint</label>
         <div>
           <div className="eval-pick">
-            <select id={`${id}-ckpt`} value={ckpt} disabled={running} onChange={(e) => setCkpt(e.target.value)} data-testid="eval-checkpoint">
-              <option value="">{options.length ? 'Choose a checkpoint…' : scanning ? 'Reading the stored runs…' : 'No checkpoints stored yet'}</option>
-              {groupBy(options, (o) => (o.ref.kind === 'run' ? `Run ${o.ref.run}` : o.ref.kind === 'onnx' ? 'Imported ONNX models' : 'Checkpoints panel')).map(([group, items]) => (
+            <select
+              id={`${id}-ckpt`}
+              value={ckpt}
+              disabled={running}
+              onChange={(e) => setCkpt(e.target.value)}
+              data-testid="eval-checkpoint"
+            >
+              <option value="">
+                {options.length ? 'Choose a checkpoint…' : scanning ? 'Reading the stored runs…' : 'No checkpoints stored yet'}
+              </option>
+              {groupBy(options, (o) =>
+                o.ref.kind === 'run' ? `Run ${o.ref.run}` : o.ref.kind === 'onnx' ? 'Imported ONNX models' : 'Checkpoints panel',
+              ).map(([group, items]) => (
                 <optgroup key={group} label={group}>
                   {items.map((o) => (
                     <option key={o.key} value={o.key} disabled={o.problem !== null}>
-                      {o.label}{o.problem ? ` (${o.problem})` : ''}
+                      {o.label}
+                      {o.problem ? ` (${o.problem})` : ''}
                     </option>
                   ))}
                 </optgroup>
               ))}
             </select>
-            <button type="button" onClick={() => void scan()} disabled={scanning} data-testid="eval-refresh">Refresh</button>
+            <button type="button" onClick={() => void scan()} disabled={scanning} data-testid="eval-refresh">
+              Refresh
+            </button>
           </div>
           {chosen?.info && <CheckpointSummary info={chosen.info} />}
-          {chosen?.summary && <p className="hint" data-testid="eval-ckpt-config">{chosen.summary}</p>}
+          {chosen?.summary && (
+            <p className="hint" data-testid="eval-ckpt-config">
+              {chosen.summary}
+            </p>
+          )}
           <RewardModelsHint />
-          {scanError && <p className="field-error" role="alert">{scanError}</p>}
+          {scanError && (
+            <p className="field-error" role="alert">
+              {scanError}
+            </p>
+          )}
         </div>
         <label htmlFor={`${id}-suite`}>Suite</label>
         <SuitePicker id={`${id}-suite`} disabled={running} />
         {FIELDS.map(({ field, label, hint }) => (
-          <Field key={field} id={`${id}-${field}`} field={field} label={label} hint={hint} value={form[field]} problem={problems[field]} disabled={running}
-            onChange={(v) => setForm((f) => ({ ...f, [field]: v }))} />
+          <Field
+            key={field}
+            id={`${id}-${field}`}
+            field={field}
+            label={label}
+            hint={hint}
+            value={form[field]}
+            problem={problems[field]}
+            disabled={running}
+            onChange={(v) => setForm((f) => ({ ...f, [field]: v }))}
+          />
         ))}
         <label htmlFor={`${id}-backend`}>Backend</label>
-        <select id={`${id}-backend`} value={backend} disabled={running} onChange={(e) => setBackend(e.target.value as 'auto' | 'cpu')} data-testid="eval-backend">
+        <select
+          id={`${id}-backend`}
+          value={backend}
+          disabled={running}
+          onChange={(e) => setBackend(e.target.value as 'auto' | 'cpu')}
+          data-testid="eval-backend"
+        >
           <option value="auto">WebGPU when usable</option>
           <option value="cpu">cpu (the float64 reference)</option>
         </select>
         <div className="exp-buttons">
-          <button type="submit" disabled={!ready || running} data-testid="eval-start">Start</button>
-          <button type="button" onClick={stop} disabled={!running} data-testid="eval-stop">Stop</button>
+          <button type="submit" disabled={!ready || running} data-testid="eval-start">
+            Start
+          </button>
+          <button type="button" onClick={stop} disabled={!running} data-testid="eval-stop">
+            Stop
+          </button>
         </div>
       </form>
       <EvalStatusView />
@@ -147,23 +199,52 @@ function groupBy<T>(items: T[], key: (t: T) => string): [string, T[]][] {
   return [...out];
 }
 
-function Field(p: { id: string; field: keyof EvalForm; label: string; hint?: string; value: string; problem?: string; disabled: boolean; onChange(v: string): void }) {
+function Field(p: {
+  id: string;
+  field: keyof EvalForm;
+  label: string;
+  hint?: string;
+  value: string;
+  problem?: string;
+  disabled: boolean;
+  onChange(v: string): void;
+}) {
   const described = [p.hint ? `${p.id}-hint` : '', p.problem ? `${p.id}-error` : ''].filter(Boolean).join(' ');
   return (
     <>
       <label htmlFor={p.id}>{p.label}</label>
       <div>
-        <input id={p.id} value={p.value} disabled={p.disabled} inputMode={p.field === 'k' ? 'text' : 'decimal'} aria-invalid={p.problem !== undefined}
-          aria-describedby={described || undefined} onChange={(e) => p.onChange(e.target.value)} data-testid={`eval-${p.field}`} />
-        {p.hint && <span id={`${p.id}-hint`} className="hint"> {p.hint}</span>}
-        {p.problem && <p id={`${p.id}-error`} className="field-error" data-testid={`eval-${p.field}-error`}>{p.problem}</p>}
+        <input
+          id={p.id}
+          value={p.value}
+          disabled={p.disabled}
+          inputMode={p.field === 'k' ? 'text' : 'decimal'}
+          aria-invalid={p.problem !== undefined}
+          aria-describedby={described || undefined}
+          onChange={(e) => p.onChange(e.target.value)}
+          data-testid={`eval-${p.field}`}
+        />
+        {p.hint && (
+          <span id={`${p.id}-hint`} className="hint">
+            {' '}
+            {p.hint}
+          </span>
+        )}
+        {p.problem && (
+          <p id={`${p.id}-error`} className="field-error" data-testid={`eval-${p.field}-error`}>
+            {p.problem}
+          </p>
+        )}
       </div>
     </>
   );
 }
 
 function CheckpointSummary({ info }: { info: CheckpointInfo }) {
-  const meta = metaEntries(info.meta).filter(([k]) => k !== 'optimizerStep').map(([k, v]) => `${k} ${v}`).join(', ');
+  const meta = metaEntries(info.meta)
+    .filter(([k]) => k !== 'optimizerStep')
+    .map(([k, v]) => `${k} ${v}`)
+    .join(', ');
   return (
     <p className="hint" data-testid="eval-ckpt-config">
       {info.config ? configSummary(info.config) : 'no valid config'}
@@ -198,16 +279,32 @@ function SuitePicker({ id, disabled }: { id: string; disabled: boolean }) {
   const families = suite ? [...new Set(suite.tasks.map((t) => t.meta?.family).filter((f) => typeof f === 'string'))] : [];
   return (
     <div>
-      <select id={id} value={suite ? suiteKey(suite.ref) : ''} disabled={disabled} onChange={(e) => onChange(e.target.value)} data-testid="eval-suite">
+      <select
+        id={id}
+        value={suite ? suiteKey(suite.ref) : ''}
+        disabled={disabled}
+        onChange={(e) => onChange(e.target.value)}
+        data-testid="eval-suite"
+      >
         <option value="">Choose a suite…</option>
         <optgroup label="Built-in benchmarks">
-          {BUILTIN_SUITES.map((b) => <option key={b.name} value={suiteKey({ kind: 'builtin', name: b.name })}>{builtinSuiteLabel(b)}</option>)}
+          {BUILTIN_SUITES.map((b) => (
+            <option key={b.name} value={suiteKey({ kind: 'builtin', name: b.name })}>
+              {builtinSuiteLabel(b)}
+            </option>
+          ))}
         </optgroup>
-        {runs.filter((r) => r.splits.length).map((r) => (
-          <optgroup key={r.run} label={`Run ${r.run}`}>
-            {r.splits.map((s) => <option key={s} value={suiteKey({ kind: 'run', run: r.run, split: s })}>{splitLabel(s)} (tasks/{s}.jsonl)</option>)}
-          </optgroup>
-        ))}
+        {runs
+          .filter((r) => r.splits.length)
+          .map((r) => (
+            <optgroup key={r.run} label={`Run ${r.run}`}>
+              {r.splits.map((s) => (
+                <option key={s} value={suiteKey({ kind: 'run', run: r.run, split: s })}>
+                  {splitLabel(s)} (tasks/{s}.jsonl)
+                </option>
+              ))}
+            </optgroup>
+          ))}
         {fileSuite && (
           <optgroup label="Opened file">
             <option value={suiteKey(fileSuite.ref)}>{fileSuite.ref.kind === 'file' ? fileSuite.ref.name : fileSuite.label}</option>
@@ -216,24 +313,42 @@ function SuitePicker({ id, disabled }: { id: string; disabled: boolean }) {
       </select>
       <div className="eval-file">
         <label htmlFor={fileId}>Open a suite file (.jsonl, .jsonl.gz)</label>{' '}
-        <input id={fileId} type="file" accept=".jsonl,.gz,.json,application/jsonl,application/gzip" disabled={disabled} data-testid="eval-suite-file"
+        <input
+          id={fileId}
+          type="file"
+          accept=".jsonl,.gz,.json,application/jsonl,application/gzip"
+          disabled={disabled}
+          data-testid="eval-suite-file"
           onChange={(e) => {
             const input = e.currentTarget;
             const file = input.files?.[0];
             if (file) void openFile(file).finally(() => (input.value = '')); // the same file can be opened again
-          }} />
+          }}
+        />
       </div>
-      {suiteError && <p className="field-error" role="alert" data-testid="eval-suite-error">{suiteError}</p>}
+      {suiteError && (
+        <p className="field-error" role="alert" data-testid="eval-suite-error">
+          {suiteError}
+        </p>
+      )}
       {suite && (
         <p className="hint" data-testid="eval-suite-info" data-tasks={suite.tasks.length} data-issues={suite.issues.length}>
           {suite.label}: {suite.tasks.length} valid task{suite.tasks.length === 1 ? '' : 's'}
           {families.length > 0 && <>, families {families.join(', ')}</>}
-          {suite.issues.length > 0 && <>; {suite.issues.length} line{suite.issues.length === 1 ? '' : 's'} skipped</>}
+          {suite.issues.length > 0 && (
+            <>
+              ; {suite.issues.length} line{suite.issues.length === 1 ? '' : 's'} skipped
+            </>
+          )}
         </p>
       )}
       {suite && suite.issues.length > 0 && (
         <ul className="field-error eval-issues" aria-label="Suite load issues" data-testid="eval-suite-issues">
-          {suite.issues.map((i, n) => <li key={n} data-line={i.line}>{formatIssue(i)}</li>)}
+          {suite.issues.map((i, n) => (
+            <li key={n} data-line={i.line}>
+              {formatIssue(i)}
+            </li>
+          ))}
         </ul>
       )}
     </div>
@@ -250,7 +365,11 @@ function EvalStatusView() {
         Evaluation: <strong data-testid="eval-status">{e.status}</strong>
         {e.backend && <> on the {e.backend} backend</>}
       </p>
-      {e.note && <p className="alert" data-testid="eval-note">{e.note}</p>}
+      {e.note && (
+        <p className="alert" data-testid="eval-note">
+          {e.note}
+        </p>
+      )}
       {e.status === 'running' && (
         <p className="eval-progress">
           <progress max={p?.total || 1} value={p?.done ?? 0} aria-label="Evaluation progress" data-testid="eval-progress" />{' '}
@@ -260,7 +379,11 @@ function EvalStatusView() {
         </p>
       )}
       {e.status === 'stopped' && <p className="hint">Stopped; nothing was kept.</p>}
-      {e.error && <p role="alert" className="alert" data-testid="eval-error">{e.error}</p>}
+      {e.error && (
+        <p role="alert" className="alert" data-testid="eval-error">
+          {e.error}
+        </p>
+      )}
     </div>
   );
 }
@@ -275,24 +398,49 @@ function ReportView() {
     <div className="eval-result" data-testid="eval-result">
       <h3>Result</h3>
       <p className="hint" data-testid="eval-result-info">
-        {r.tasks} task{r.tasks === 1 ? '' : 's'} × {s.samples} sample{s.samples === 1 ? '' : 's'} at temperature {s.temperature}, seed {s.seed},
-        up to {r.maxNewTokens} new tokens, {r.backend} backend, {r.seconds.toFixed(1)} s
-        {unfit > 0 && <> · {unfit} task{unfit === 1 ? '' : 's'} left out: the prompt does not fit the context of {r.contextLength}</>}
+        {r.tasks} task{r.tasks === 1 ? '' : 's'} × {s.samples} sample{s.samples === 1 ? '' : 's'} at temperature {s.temperature}, seed{' '}
+        {s.seed}, up to {r.maxNewTokens} new tokens, {r.backend} backend, {r.seconds.toFixed(1)} s
+        {unfit > 0 && (
+          <>
+            {' '}
+            · {unfit} task{unfit === 1 ? '' : 's'} left out: the prompt does not fit the context of {r.contextLength}
+          </>
+        )}
       </p>
       <table data-testid="eval-passk">
-        <thead><tr><th scope="col">metric</th><th scope="col">value</th></tr></thead>
+        <thead>
+          <tr>
+            <th scope="col">metric</th>
+            <th scope="col">value</th>
+          </tr>
+        </thead>
         <tbody>
           {Object.entries(r.passAtK).map(([k, v]) => (
-            <tr key={k}><th scope="row">{k}</th><td data-testid={`eval-${k.replace('@', '-')}`} data-value={v}>{v.toFixed(4)}</td></tr>
+            <tr key={k}>
+              <th scope="row">{k}</th>
+              <td data-testid={`eval-${k.replace('@', '-')}`} data-value={v}>
+                {v.toFixed(4)}
+              </td>
+            </tr>
           ))}
         </tbody>
       </table>
       {Object.keys(r.byFamily).length > 0 && (
         <table data-testid="eval-families">
-          <thead><tr><th scope="col">family</th><th scope="col">pass@1</th></tr></thead>
+          <thead>
+            <tr>
+              <th scope="col">family</th>
+              <th scope="col">pass@1</th>
+            </tr>
+          </thead>
           <tbody>
             {Object.entries(r.byFamily).map(([f, v]) => (
-              <tr key={f}><th scope="row">{f}</th><td data-testid={`eval-family-${f}`} data-value={v}>{pct(v)}</td></tr>
+              <tr key={f}>
+                <th scope="row">{f}</th>
+                <td data-testid={`eval-family-${f}`} data-value={v}>
+                  {pct(v)}
+                </td>
+              </tr>
             ))}
           </tbody>
         </table>
@@ -314,11 +462,16 @@ function compare(key: SortKey, a: TaskRow & { order: number }, b: TaskRow & { or
   const text = (x: string | null, y: string | null) => (x ?? '').localeCompare(y ?? '');
   const rate = (x: TaskRow) => (x.total ? x.passed / x.total : -1); // unfit tasks below every sampled one
   switch (key) {
-    case 'task': return text(a.task_id, b.task_id);
-    case 'family': return text(a.family, b.family);
-    case 'passed': return rate(a) - rate(b) || a.passed - b.passed;
-    case 'error': return text(a.error, b.error);
-    default: return a.order - b.order;
+    case 'task':
+      return text(a.task_id, b.task_id);
+    case 'family':
+      return text(a.family, b.family);
+    case 'passed':
+      return rate(a) - rate(b) || a.passed - b.passed;
+    case 'error':
+      return text(a.error, b.error);
+    default:
+      return a.order - b.order;
   }
 }
 
@@ -340,7 +493,8 @@ function TaskTable({ rows }: { rows: TaskRow[] }) {
               {COLUMNS.map((c) => (
                 <th key={c.key} scope="col" aria-sort={sort.key === c.key ? (sort.dir === 1 ? 'ascending' : 'descending') : 'none'}>
                   <button type="button" className="eval-sort" onClick={() => press(c.key)} data-testid={`eval-sort-${c.key}`}>
-                    {c.label}{sort.key === c.key ? (sort.dir === 1 ? ' ▲' : ' ▼') : ''}
+                    {c.label}
+                    {sort.key === c.key ? (sort.dir === 1 ? ' ▲' : ' ▼') : ''}
                   </button>
                 </th>
               ))}
@@ -348,8 +502,17 @@ function TaskTable({ rows }: { rows: TaskRow[] }) {
           </thead>
           <tbody>
             {sorted.map((r) => (
-              <tr key={r.task_id} data-testid="eval-task" data-task={r.task_id} data-passed={r.passed} data-total={r.total} data-unfit={String(r.unfit)}>
-                <td><code>{r.task_id}</code></td>
+              <tr
+                key={r.task_id}
+                data-testid="eval-task"
+                data-task={r.task_id}
+                data-passed={r.passed}
+                data-total={r.total}
+                data-unfit={String(r.unfit)}
+              >
+                <td>
+                  <code>{r.task_id}</code>
+                </td>
                 <td>{r.family ?? ''}</td>
                 <td className={r.unfit ? '' : r.passed > 0 ? 'ok' : 'bad'}>{r.unfit ? '—' : `${r.passed}/${r.total}`}</td>
                 <td className="eval-error-cell">{r.error ?? ''}</td>

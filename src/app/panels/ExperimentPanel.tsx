@@ -119,7 +119,8 @@ export function ExperimentPanel() {
     if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) submit(e);
   };
   const here = stored?.run === runDir ? stored : null;
-  const differs = here?.config && settings.cfg && (JSON.stringify(here.config.cfg) !== JSON.stringify(settings.cfg) || here.config.seed !== seedValue);
+  const differs =
+    here?.config && settings.cfg && (JSON.stringify(here.config.cfg) !== JSON.stringify(settings.cfg) || here.config.seed !== seedValue);
   const useStored = (): void => {
     const c = here?.config;
     if (!c) return;
@@ -134,68 +135,149 @@ export function ExperimentPanel() {
         <label htmlFor={`${id}-preset`}>Preset</label>
         <select id={`${id}-preset`} value={preset} disabled={busy} onChange={(e) => setPreset(e.target.value)} data-testid="exp-preset">
           {PRESETS.map((p) => (
-            <option key={p} value={p}>{p}</option>
+            <option key={p} value={p}>
+              {p}
+            </option>
           ))}
         </select>
         <label htmlFor={`${id}-seed`}>Seed</label>
-        <input id={`${id}-seed`} type="number" min={0} step={1} value={seed} disabled={busy} aria-invalid={!seedOk}
-          onChange={(e) => setSeed(e.target.value)} data-testid="exp-seed" />
+        <input
+          id={`${id}-seed`}
+          type="number"
+          min={0}
+          step={1}
+          value={seed}
+          disabled={busy}
+          aria-invalid={!seedOk}
+          onChange={(e) => setSeed(e.target.value)}
+          data-testid="exp-seed"
+        />
         <label htmlFor={`${id}-name`}>Run name</label>
         <div>
-          <input id={`${id}-name`} value={runDir} disabled={busy} list={`${id}-runs`} aria-invalid={nameError !== null}
-            aria-describedby={nameError ? `${id}-name-error` : undefined} onChange={(e) => setName(e.target.value)} data-testid="exp-name" />
+          <input
+            id={`${id}-name`}
+            value={runDir}
+            disabled={busy}
+            list={`${id}-runs`}
+            aria-invalid={nameError !== null}
+            aria-describedby={nameError ? `${id}-name-error` : undefined}
+            onChange={(e) => setName(e.target.value)}
+            data-testid="exp-name"
+          />
           <datalist id={`${id}-runs`}>
-            {runs.map((r) => <option key={r} value={r} />)}
+            {runs.map((r) => (
+              <option key={r} value={r} />
+            ))}
           </datalist>
-          {nameError && <p id={`${id}-name-error`} className="field-error" data-testid="exp-name-error">{nameError}</p>}
+          {nameError && (
+            <p id={`${id}-name-error`} className="field-error" data-testid="exp-name-error">
+              {nameError}
+            </p>
+          )}
         </div>
         <div className="exp-wide">
-          <SuitePicker preset={preset} overrides={parsedOver} cfg={shown} onOverrides={setOverrides} suiteText={suiteText} onSuiteText={setSuiteText} disabled={busy} />
+          <SuitePicker
+            preset={preset}
+            overrides={parsedOver}
+            cfg={shown}
+            onOverrides={setOverrides}
+            suiteText={suiteText}
+            onSuiteText={setSuiteText}
+            disabled={busy}
+          />
           <ReferencePicker preset={preset} overrides={parsedOver} cfg={shown} onOverrides={setOverrides} disabled={busy} />
-          <SettingsForm resetKey={formKey} preset={preset} overrides={overrides} onOverrides={setOverrides} configError={settings.error}
-            disabled={busy} onDrafts={onDrafts} />
-          {drafts > 0 && <p className="field-error" data-testid="exp-drafts">{drafts === 1 ? 'One setting needs' : `${drafts} settings need`} a fix before the run can start.</p>}
+          <SettingsForm
+            resetKey={formKey}
+            preset={preset}
+            overrides={overrides}
+            onOverrides={setOverrides}
+            configError={settings.error}
+            disabled={busy}
+            onDrafts={onDrafts}
+          />
+          {drafts > 0 && (
+            <p className="field-error" data-testid="exp-drafts">
+              {drafts === 1 ? 'One setting needs' : `${drafts} settings need`} a fix before the run can start.
+            </p>
+          )}
         </div>
         <label htmlFor={`${id}-over`}>Overrides (JSON)</label>
         <div>
-          <textarea id={`${id}-over`} className="exp-overrides" rows={4} spellCheck={false} value={overrides} disabled={busy}
-            aria-invalid={settings.error !== null} aria-describedby={`${id}-over-help${settings.error ? ` ${id}-over-error` : ''}`}
-            onChange={(e) => setOverridesByHand(e.target.value)} onKeyDown={onKeyDown} data-testid="exp-overrides" />
-          <p id={`${id}-over-help`} className="hint">Preset fields to change, as for <code>coderl train --set</code>, e.g. {'{"rl":{"algo":"grpo"}}'}. Ctrl/Cmd+Enter starts.</p>
-          {settings.error && <p id={`${id}-over-error`} className="field-error" role="alert" data-testid="exp-overrides-error">{settings.error}</p>}
+          <textarea
+            id={`${id}-over`}
+            className="exp-overrides"
+            rows={4}
+            spellCheck={false}
+            value={overrides}
+            disabled={busy}
+            aria-invalid={settings.error !== null}
+            aria-describedby={`${id}-over-help${settings.error ? ` ${id}-over-error` : ''}`}
+            onChange={(e) => setOverridesByHand(e.target.value)}
+            onKeyDown={onKeyDown}
+            data-testid="exp-overrides"
+          />
+          <p id={`${id}-over-help`} className="hint">
+            Preset fields to change, as for <code>coderl train --set</code>, e.g. {'{"rl":{"algo":"grpo"}}'}. Ctrl/Cmd+Enter starts.
+          </p>
+          {settings.error && (
+            <p id={`${id}-over-error`} className="field-error" role="alert" data-testid="exp-overrides-error">
+              {settings.error}
+            </p>
+          )}
         </div>
         <div className="exp-buttons">
-          <button type="submit" disabled={!valid || busy} data-testid="exp-start">{here?.config && !here.summary ? 'Resume' : 'Start'}</button>
-          <button type="button" onClick={pause === 'no' ? pauseRun : resumeRun} disabled={status !== 'running'} aria-pressed={pause !== 'no'} data-testid="exp-pause">
+          <button type="submit" disabled={!valid || busy} data-testid="exp-start">
+            {here?.config && !here.summary ? 'Resume' : 'Start'}
+          </button>
+          <button
+            type="button"
+            onClick={pause === 'no' ? pauseRun : resumeRun}
+            disabled={status !== 'running'}
+            aria-pressed={pause !== 'no'}
+            data-testid="exp-pause"
+          >
             {pause === 'no' ? 'Pause' : 'Continue'}
           </button>
-          <button type="button" onClick={stop} disabled={status !== 'running'} data-testid="exp-stop">Stop</button>
+          <button type="button" onClick={stop} disabled={status !== 'running'} data-testid="exp-stop">
+            Stop
+          </button>
         </div>
       </form>
       {here && !busy && (
         <div className="hint" data-testid="exp-stored" data-files={here.files.length} data-finished={String(here.summary !== null)}>
           {here.files.length === 0 ? (
-            <>No run named “{here.run}” is stored yet; it will be kept in {STORE_TEXT[here.kind]}.</>
+            <>
+              No run named “{here.run}” is stored yet; it will be kept in {STORE_TEXT[here.kind]}.
+            </>
           ) : (
             <details>
               <summary>
                 Stored in {STORE_TEXT[here.kind]}: {here.files.length} files, {here.summary ? 'finished' : 'unfinished (Start resumes it)'}
               </summary>
-              <ul className="exp-files">{here.files.map((f) => <li key={f}>{f}</li>)}</ul>
+              <ul className="exp-files">
+                {here.files.map((f) => (
+                  <li key={f}>{f}</li>
+                ))}
+              </ul>
             </details>
           )}
           {here.files.length > 0 && <DeleteRun run={here.run} files={here.files.length} />}
           {differs && (
             <p>
               It was started with other settings (seed {here.config!.seed}, preset {here.config!.cfg.preset}).{' '}
-              <button type="button" className="link" onClick={useStored} data-testid="exp-use-stored">Use its settings</button>
+              <button type="button" className="link" onClick={useStored} data-testid="exp-use-stored">
+                Use its settings
+              </button>
             </p>
           )}
         </div>
       )}
       {!busy && <RunTransfer run={here && here.files.length > 0 ? here.run : null} onImported={setName} />}
       <RunProgress />
-      <SummaryView summary={(runName === runDir ? liveSummary : null) ?? here?.summary ?? null} reference={here?.config ? storedReference(here.config) : undefined} />
+      <SummaryView
+        summary={(runName === runDir ? liveSummary : null) ?? here?.summary ?? null}
+        reference={here?.config ? storedReference(here.config) : undefined}
+      />
     </div>
   );
 }
@@ -220,16 +302,28 @@ function DeleteRun({ run, files }: { run: string; files: number }) {
   if (!asking) {
     return (
       <p>
-        <button type="button" className="link" onClick={() => setAsking(true)} data-testid="exp-delete">Delete run…</button>
+        <button type="button" className="link" onClick={() => setAsking(true)} data-testid="exp-delete">
+          Delete run…
+        </button>
       </p>
     );
   }
   return (
     <div role="group" aria-label={`Delete run ${run}`} className="exp-confirm" onKeyDown={(e) => e.key === 'Escape' && setAsking(false)}>
-      <p>Delete run “{run}” and its {files} files from this browser? This cannot be undone; export it first to keep a copy.</p>
-      <button type="button" onClick={() => void confirm()} data-testid="exp-delete-confirm" autoFocus>Delete</button>{' '}
-      <button type="button" onClick={() => setAsking(false)} data-testid="exp-delete-cancel">Cancel</button>
-      {error && <p role="alert" className="field-error" data-testid="exp-delete-error">{error}</p>}
+      <p>
+        Delete run “{run}” and its {files} files from this browser? This cannot be undone; export it first to keep a copy.
+      </p>
+      <button type="button" onClick={() => void confirm()} data-testid="exp-delete-confirm" autoFocus>
+        Delete
+      </button>{' '}
+      <button type="button" onClick={() => setAsking(false)} data-testid="exp-delete-cancel">
+        Cancel
+      </button>
+      {error && (
+        <p role="alert" className="field-error" data-testid="exp-delete-error">
+          {error}
+        </p>
+      )}
     </div>
   );
 }
@@ -272,25 +366,51 @@ function RunTransfer({ run, onImported }: { run: string | null; onImported(name:
 
   return (
     <div className="hint exp-transfer" data-testid="exp-transfer">
-      {run && <button type="button" onClick={() => void doExport(run)} data-testid="exp-export">Export run</button>}{' '}
+      {run && (
+        <button type="button" onClick={() => void doExport(run)} data-testid="exp-export">
+          Export run
+        </button>
+      )}{' '}
       <label htmlFor={`${id}-import`}>Import run…</label>{' '}
-      <input id={`${id}-import`} type="file" accept={RUN_BUNDLE_EXT} aria-label="Import run" data-testid="exp-import"
+      <input
+        id={`${id}-import`}
+        type="file"
+        accept={RUN_BUNDLE_EXT}
+        aria-label="Import run"
+        data-testid="exp-import"
         onChange={(e) => {
           const input = e.currentTarget;
           const file = input.files?.[0];
           if (file) void doImport(file).finally(() => (input.value = '')); // the same file can be picked again
-        }} />
-      {error && <p role="alert" className="field-error" data-testid={`exp-${error.kind}-error`}>{error.message}</p>}
+        }}
+      />
+      {error && (
+        <p role="alert" className="field-error" data-testid={`exp-${error.kind}-error`}>
+          {error.message}
+        </p>
+      )}
       {clash && (
-        <form className="exp-import-as" onSubmit={(e) => {
-          e.preventDefault();
-          void doImport(clash.file, clash.name);
-        }}>
+        <form
+          className="exp-import-as"
+          onSubmit={(e) => {
+            e.preventDefault();
+            void doImport(clash.file, clash.name);
+          }}
+        >
           <label htmlFor={`${id}-as`}>Import as</label>{' '}
-          <input id={`${id}-as`} value={clash.name} onChange={(e) => setClash({ ...clash, name: e.target.value })} aria-invalid={nameProblem(clash.name) !== null}
-            data-testid="exp-import-as-name" />{' '}
-          <button type="submit" disabled={nameProblem(clash.name) !== null} data-testid="exp-import-as">Import</button>{' '}
-          <button type="button" className="link" onClick={() => setClash(null)}>Cancel</button>
+          <input
+            id={`${id}-as`}
+            value={clash.name}
+            onChange={(e) => setClash({ ...clash, name: e.target.value })}
+            aria-invalid={nameProblem(clash.name) !== null}
+            data-testid="exp-import-as-name"
+          />{' '}
+          <button type="submit" disabled={nameProblem(clash.name) !== null} data-testid="exp-import-as">
+            Import
+          </button>{' '}
+          <button type="button" className="link" onClick={() => setClash(null)}>
+            Cancel
+          </button>
           {nameProblem(clash.name) && <p className="field-error">{nameProblem(clash.name)}</p>}
         </form>
       )}
@@ -317,22 +437,40 @@ function RunProgress() {
   return (
     <div className="exp-run" data-testid="exp-run" data-status={r.status} aria-live="polite">
       <p className="exp-status">
-        Run “{r.name}”: <strong data-testid="exp-status" data-pause={r.pause}>{r.status === 'running' && r.pause !== 'no' ? r.pause : r.status}</strong>
+        Run “{r.name}”:{' '}
+        <strong data-testid="exp-status" data-pause={r.pause}>
+          {r.status === 'running' && r.pause !== 'no' ? r.pause : r.status}
+        </strong>
         {r.backend && <> on the {r.backend} backend</>}
-        {' · '}<ReferenceText reference={r.reference} testId="exp-run-reference" />
+        {' · '}
+        <ReferenceText reference={r.reference} testId="exp-run-reference" />
       </p>
-      {r.note && <p className="alert" data-testid="exp-note">{r.note}</p>}
+      {r.note && (
+        <p className="alert" data-testid="exp-note">
+          {r.note}
+        </p>
+      )}
       <ul className="exp-phases">
         {WORK_PHASES.map((p) => (
           <li key={p} data-phase={p} data-state={r.phases[p]}>
             <span>{PHASE_LABEL[p]}</span>
             <progress max={1} value={r.progress[p]} aria-label={`${PHASE_LABEL[p]} progress`} data-testid={`exp-progress-${p}`} />
-            <span className="hint" data-testid={`exp-eta-${p}`}>{r.phases[p] === 'off' ? 'off' : r.phases[p] === 'pending' ? '' : `${Math.round(r.progress[p] * 100)}%${etaText(r, p)}`}</span>
+            <span className="hint" data-testid={`exp-eta-${p}`}>
+              {r.phases[p] === 'off' ? 'off' : r.phases[p] === 'pending' ? '' : `${Math.round(r.progress[p] * 100)}%${etaText(r, p)}`}
+            </span>
           </li>
         ))}
       </ul>
-      {r.message && <p className="hint" data-testid="exp-message">{r.message}</p>}
-      {r.error && <p role="alert" className="alert" data-testid="exp-error">{r.error}</p>}
+      {r.message && (
+        <p className="hint" data-testid="exp-message">
+          {r.message}
+        </p>
+      )}
+      {r.error && (
+        <p role="alert" className="alert" data-testid="exp-error">
+          {r.error}
+        </p>
+      )}
     </div>
   );
 }
@@ -359,25 +497,47 @@ function SummaryView({ summary: s, reference }: { summary: Summary | null; refer
       <h3>Summary</h3>
       <table>
         <thead>
-          <tr><th scope="col" /><th scope="col">SFT</th><th scope="col">RL ({s.rl.algo}, {s.rl.iterations} it.)</th></tr>
+          <tr>
+            <th scope="col" />
+            <th scope="col">SFT</th>
+            <th scope="col">
+              RL ({s.rl.algo}, {s.rl.iterations} it.)
+            </th>
+          </tr>
         </thead>
         <tbody>
           {rows.map(([label, k]) => (
             <tr key={k}>
               <th scope="row">{label}</th>
-              <td data-testid={`exp-sft-${k}`} data-value={s.sft[k] as number}>{pct(s.sft[k] as number)}</td>
-              <td data-testid={`exp-rl-${k}`} data-value={s.rl[k] as number}>{pct(s.rl[k] as number)}</td>
+              <td data-testid={`exp-sft-${k}`} data-value={s.sft[k] as number}>
+                {pct(s.sft[k] as number)}
+              </td>
+              <td data-testid={`exp-rl-${k}`} data-value={s.rl[k] as number}>
+                {pct(s.rl[k] as number)}
+              </td>
             </tr>
           ))}
         </tbody>
       </table>
       <p data-testid="exp-rm">
         Reward model:{' '}
-        {s.rm === null ? 'disabled' : 'skipped' in s.rm ? `skipped (${s.rm.skipped})` : `held-out pairwise accuracy ${pct(s.rm.heldout_pairwise_accuracy)} over ${s.rm.heldout_pairs} pairs`}
+        {s.rm === null
+          ? 'disabled'
+          : 'skipped' in s.rm
+            ? `skipped (${s.rm.skipped})`
+            : `held-out pairwise accuracy ${pct(s.rm.heldout_pairwise_accuracy)} over ${s.rm.heldout_pairs} pairs`}
       </p>
       <p className="hint">
-        <span data-testid="exp-minutes" data-value={s.minutes}>{s.minutes.toFixed(1)} minutes</span> · {s.backend} backend · preset {s.preset} · seed {s.seed} · SFT best step {s.sft.best_step} of {s.sft.steps}
-        {reference !== undefined && <> · <ReferenceText reference={reference} testId="exp-summary-reference" /></>}
+        <span data-testid="exp-minutes" data-value={s.minutes}>
+          {s.minutes.toFixed(1)} minutes
+        </span>{' '}
+        · {s.backend} backend · preset {s.preset} · seed {s.seed} · SFT best step {s.sft.best_step} of {s.sft.steps}
+        {reference !== undefined && (
+          <>
+            {' '}
+            · <ReferenceText reference={reference} testId="exp-summary-reference" />
+          </>
+        )}
       </p>
     </div>
   );

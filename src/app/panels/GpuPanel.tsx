@@ -38,15 +38,17 @@ export function GpuPanel() {
         <div className="alert" role="alert" data-testid="gpu-problem">
           <strong>{gpu.status === 'unavailable' ? 'WebGPU is not available.' : 'GPU problem.'}</strong> {gpu.problem}
           {gpu.status === 'unavailable' && (
-            <p>The lab runs its model as WebGPU compute shaders. Without WebGPU you can still browse; training and the self-check need it.</p>
+            <p>
+              The lab runs its model as WebGPU compute shaders. Without WebGPU you can still browse; training and the self-check need it.
+            </p>
           )}
         </div>
       )}
 
       {gpu.status === 'lost' && gpu.lost && (
         <div className="alert" role="alert" data-testid="gpu-lost">
-          <strong>The GPU device was lost</strong> (reason: <code>{gpu.lost.reason}</code>; {gpu.lost.message}). GPU work in
-          flight is gone; the page and everything you entered are kept.
+          <strong>The GPU device was lost</strong> (reason: <code>{gpu.lost.reason}</code>; {gpu.lost.message}). GPU work in flight is gone;
+          the page and everything you entered are kept.
           <div>
             <button type="button" onClick={() => void recover()} data-testid="gpu-recover">
               Re-create the device
@@ -133,7 +135,9 @@ function SelfCheckView() {
                 </button>
               </td>
               <td>{c.n}</td>
-              <td title={`tolerance atol=${c.tolerance.atol.toExponential(2)} rtol=${c.tolerance.rtol}`}>{c.maxAbsDiff.toExponential(2)}</td>
+              <td title={`tolerance atol=${c.tolerance.atol.toExponential(2)} rtol=${c.tolerance.rtol}`}>
+                {c.maxAbsDiff.toExponential(2)}
+              </td>
               <td className={c.ok ? 'ok' : 'bad'}>{c.ok ? 'pass' : 'FAIL'}</td>
             </tr>
           ))}

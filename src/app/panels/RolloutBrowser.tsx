@@ -10,8 +10,17 @@ import { useLab } from '../../store';
 import type { RolloutRecord } from '../../rl/ppo-loop';
 import type { CompareSide, SideName } from '../../lab/compare';
 import {
-  arrange, firstCommentLine, firstLine, groupStats, meanAdvantage, NO_FILTER, recordedWeights,
-  type ArrangedGroup, type GroupStats, type RolloutFilter, type SortKey,
+  arrange,
+  firstCommentLine,
+  firstLine,
+  groupStats,
+  meanAdvantage,
+  NO_FILTER,
+  recordedWeights,
+  type ArrangedGroup,
+  type GroupStats,
+  type RolloutFilter,
+  type SortKey,
 } from '../../lab/whatif';
 import '../rollout/rollout.css';
 
@@ -55,9 +64,15 @@ export function RolloutBrowser() {
     <div className="rb" data-testid="rollouts" data-status={r.status}>
       <RunBar />
       {r.status === 'error' && (
-        <p role="alert" className="alert" data-testid="rollouts-error">Could not read the rollouts of run {r.error}</p>
+        <p role="alert" className="alert" data-testid="rollouts-error">
+          Could not read the rollouts of run {r.error}
+        </p>
       )}
-      {computed.error && <p role="alert" className="alert" data-testid="rollouts-error">Run “{r.run}”, what-if weights: {computed.error}</p>}
+      {computed.error && (
+        <p role="alert" className="alert" data-testid="rollouts-error">
+          Run “{r.run}”, what-if weights: {computed.error}
+        </p>
+      )}
       {r.records.length === 0 ? (
         r.status !== 'loading' && r.status !== 'error' && <EmptyNote />
       ) : (
@@ -67,17 +82,35 @@ export function RolloutBrowser() {
             <label>
               Sort by{' '}
               <select value={by} onChange={(e) => setSort(e.target.value as SortKey)} data-testid="rollouts-sort">
-                {SORTS.map((s) => <option key={s.key} value={s.key}>{s.label}</option>)}
-                {components.map((c) => <option key={c.name} value={`component:${c.name}`}>{c.name} (contribution)</option>)}
+                {SORTS.map((s) => (
+                  <option key={s.key} value={s.key}>
+                    {s.label}
+                  </option>
+                ))}
+                {components.map((c) => (
+                  <option key={c.name} value={`component:${c.name}`}>
+                    {c.name} (contribution)
+                  </option>
+                ))}
               </select>
             </label>
-            <select aria-label="Sort direction" value={descending ? 'desc' : 'asc'} onChange={(e) => setDescending(e.target.value === 'desc')} data-testid="rollouts-sort-direction">
+            <select
+              aria-label="Sort direction"
+              value={descending ? 'desc' : 'asc'}
+              onChange={(e) => setDescending(e.target.value === 'desc')}
+              data-testid="rollouts-sort-direction"
+            >
               <option value="desc">descending</option>
               <option value="asc">ascending</option>
             </select>
             {FILTERS.map((f) => (
               <label key={f.key} className="rb-check">
-                <input type="checkbox" checked={filter[f.key]} onChange={(e) => setFilter({ ...filter, [f.key]: e.target.checked })} data-testid={`rollouts-filter-${f.key}`} />
+                <input
+                  type="checkbox"
+                  checked={filter[f.key]}
+                  onChange={(e) => setFilter({ ...filter, [f.key]: e.target.checked })}
+                  data-testid={`rollouts-filter-${f.key}`}
+                />
                 {f.label}
               </label>
             ))}
@@ -143,29 +176,63 @@ function RunBar() {
       <label htmlFor={`${id}-run`}>Run</label>
       <select id={`${id}-run`} value={r.run ?? ''} onChange={(e) => e.target.value && void open(e.target.value)} data-testid="rollouts-run">
         {r.run === null && <option value="">choose a run</option>}
-        {names.map((n) => <option key={n} value={n}>{n}{n === live && running ? ' (running)' : ''}</option>)}
+        {names.map((n) => (
+          <option key={n} value={n}>
+            {n}
+            {n === live && running ? ' (running)' : ''}
+          </option>
+        ))}
       </select>
       <label htmlFor={`${id}-it`}>Iteration</label>
-      <button type="button" onClick={() => go(at - 1)} disabled={at <= 0} aria-label="Previous iteration" data-testid="rollouts-prev">‹</button>
-      <select id={`${id}-it`} value={r.iteration ?? ''} disabled={!r.iterations.length} onChange={(e) => r.run && void open(r.run, Number(e.target.value))} data-testid="rollouts-iteration">
+      <button type="button" onClick={() => go(at - 1)} disabled={at <= 0} aria-label="Previous iteration" data-testid="rollouts-prev">
+        ‹
+      </button>
+      <select
+        id={`${id}-it`}
+        value={r.iteration ?? ''}
+        disabled={!r.iterations.length}
+        onChange={(e) => r.run && void open(r.run, Number(e.target.value))}
+        data-testid="rollouts-iteration"
+      >
         {r.iteration === null ? <option value="">—</option> : at < 0 && <option value={r.iteration}>{r.iteration}</option>}
-        {r.iterations.map((it) => <option key={it} value={it}>{it} of {r.iterations[r.iterations.length - 1]}</option>)}
+        {r.iterations.map((it) => (
+          <option key={it} value={it}>
+            {it} of {r.iterations[r.iterations.length - 1]}
+          </option>
+        ))}
       </select>
-      <button type="button" onClick={() => go(at + 1)} disabled={at < 0 || at >= r.iterations.length - 1} aria-label="Next iteration" data-testid="rollouts-next">›</button>
-      <button type="button" onClick={refresh} disabled={!r.run} data-testid="rollouts-refresh">Refresh</button>
-      <span className="hint" aria-live="polite">{r.status === 'loading' ? 'loading…' : r.run === live && running ? 'run in flight: new iterations appear as they finish' : ''}</span>
+      <button
+        type="button"
+        onClick={() => go(at + 1)}
+        disabled={at < 0 || at >= r.iterations.length - 1}
+        aria-label="Next iteration"
+        data-testid="rollouts-next"
+      >
+        ›
+      </button>
+      <button type="button" onClick={refresh} disabled={!r.run} data-testid="rollouts-refresh">
+        Refresh
+      </button>
+      <span className="hint" aria-live="polite">
+        {r.status === 'loading' ? 'loading…' : r.run === live && running ? 'run in flight: new iterations appear as they finish' : ''}
+      </span>
     </div>
   );
 }
 
 function EmptyNote() {
   const r = useLab((s) => s.rollouts);
-  const text = r.run === null
-    ? 'No rollouts yet. Each PPO iteration\'s samples are listed here, grouped by prompt and sortable by reward: start a run in Experiment setup, or choose a stored run above.'
-    : r.iteration === null
-      ? `Run “${r.run}” has no rollouts yet: they are written after each PPO iteration.`
-      : `Iteration ${r.iteration} of run “${r.run}” has no rollouts.`;
-  return <p className="empty" data-testid="rollouts-empty">{text}</p>;
+  const text =
+    r.run === null
+      ? "No rollouts yet. Each PPO iteration's samples are listed here, grouped by prompt and sortable by reward: start a run in Experiment setup, or choose a stored run above."
+      : r.iteration === null
+        ? `Run “${r.run}” has no rollouts yet: they are written after each PPO iteration.`
+        : `Iteration ${r.iteration} of run “${r.run}” has no rollouts.`;
+  return (
+    <p className="empty" data-testid="rollouts-empty">
+      {text}
+    </p>
+  );
 }
 
 function WeightSliders({ components }: { components: ReturnType<typeof recordedWeights> }) {
@@ -183,13 +250,25 @@ function WeightSliders({ components }: { components: ReturnType<typeof recordedW
             <span className="rb-weight-name" title={c.sign > 0 ? 'bonus: adds weight × raw' : 'penalty: subtracts weight × raw'}>
               {c.sign > 0 ? '+' : '−'} {c.name}
             </span>
-            <input type="range" min={0} max={2 * Math.max(c.weight, 0.5)} step={0.01} value={w} aria-label={`Weight ${c.name}`}
-              onChange={(e) => setWeight(c.name, Number(e.target.value))} data-testid={`rollouts-weight-${c.name}`} />
-            <output className="rb-weight-value" title={`recorded ${c.weight}`}>{w.toFixed(2)}</output>
+            <input
+              type="range"
+              min={0}
+              max={2 * Math.max(c.weight, 0.5)}
+              step={0.01}
+              value={w}
+              aria-label={`Weight ${c.name}`}
+              onChange={(e) => setWeight(c.name, Number(e.target.value))}
+              data-testid={`rollouts-weight-${c.name}`}
+            />
+            <output className="rb-weight-value" title={`recorded ${c.weight}`}>
+              {w.toFixed(2)}
+            </output>
           </div>
         );
       })}
-      <button type="button" onClick={reset} disabled={weights === null} data-testid="rollouts-weights-reset">Reset</button>
+      <button type="button" onClick={reset} disabled={weights === null} data-testid="rollouts-weights-reset">
+        Reset
+      </button>
     </fieldset>
   );
 }
@@ -209,7 +288,9 @@ function CompareBar() {
   const setTab = useLab((s) => s.setCodeTab);
   const chip = (name: SideName, side: CompareSide | null) => (
     <span className="rb-cmp-chip" data-testid={`compare-chip-${name}`} data-set={side !== null}>
-      <span className="rb-cmp" aria-hidden="true">{name.toUpperCase()}</span>
+      <span className="rb-cmp" aria-hidden="true">
+        {name.toUpperCase()}
+      </span>
       {side ? `${side.record.task_id} · it. ${side.iteration} · #${side.index}` : 'not set'}
     </span>
   );
@@ -218,13 +299,25 @@ function CompareBar() {
       <span>Compare</span>
       {chip('a', a)}
       {chip('b', b)}
-      <button type="button" onClick={() => selected !== null && mark('a', selected)} disabled={selected === null} data-testid="compare-set-a">
+      <button
+        type="button"
+        onClick={() => selected !== null && mark('a', selected)}
+        disabled={selected === null}
+        data-testid="compare-set-a"
+      >
         Set selected as A
       </button>
-      <button type="button" onClick={() => selected !== null && mark('b', selected)} disabled={selected === null} data-testid="compare-set-b">
+      <button
+        type="button"
+        onClick={() => selected !== null && mark('b', selected)}
+        disabled={selected === null}
+        data-testid="compare-set-b"
+      >
         Set selected as B
       </button>
-      <button type="button" onClick={() => setTab('compare')} disabled={!a && !b} data-testid="compare-open">Open Compare</button>
+      <button type="button" onClick={() => setTab('compare')} disabled={!a && !b} data-testid="compare-open">
+        Open Compare
+      </button>
       <span className="hint">keys on a row: A, B</span>
     </div>
   );
@@ -267,12 +360,26 @@ function RolloutTable({ records, stats, layout, whatIf }: TableProps) {
       <table ref={table} className="rb-table" role="grid" aria-label="Rollouts of the iteration" data-testid="rollouts-table">
         <thead>
           <tr>
-            <th scope="col">Rank</th><th scope="col">Reward</th><th scope="col" title="mean of the per-token advantages">Adv.</th><th scope="col">Verdict</th>
-            <th scope="col">Tests</th><th scope="col">AST</th><th scope="col">Turn</th><th scope="col">Completion</th>
+            <th scope="col">Rank</th>
+            <th scope="col">Reward</th>
+            <th scope="col" title="mean of the per-token advantages">
+              Adv.
+            </th>
+            <th scope="col">Verdict</th>
+            <th scope="col">Tests</th>
+            <th scope="col">AST</th>
+            <th scope="col">Turn</th>
+            <th scope="col">Completion</th>
           </tr>
         </thead>
         {layout.length === 0 && (
-          <tbody><tr><td colSpan={8} className="empty" data-testid="rollouts-none-match">No rollout of this iteration matches the filters.</td></tr></tbody>
+          <tbody>
+            <tr>
+              <td colSpan={8} className="empty" data-testid="rollouts-none-match">
+                No rollout of this iteration matches the filters.
+              </td>
+            </tr>
+          </tbody>
         )}
         {layout.map(({ group: g, rows }) => (
           <tbody key={g.key} data-testid="rollout-group" data-group={g.group} data-turn={g.turn}>
@@ -280,7 +387,9 @@ function RolloutTable({ records, stats, layout, whatIf }: TableProps) {
               <th colSpan={8} scope="colgroup">
                 <span className="rb-task">{g.task_id}</span>
                 {g.turn === 2 && <span className="rb-tag">repair turn</span>}
-                <span className="rb-passed" data-testid="rollout-group-passed">{g.passed}/{g.ranked.length} passed</span>
+                <span className="rb-passed" data-testid="rollout-group-passed">
+                  {g.passed}/{g.ranked.length} passed
+                </span>
                 <span className="rb-desc">{firstCommentLine(g.prompt)}</span>
               </th>
             </tr>
@@ -289,28 +398,58 @@ function RolloutTable({ records, stats, layout, whatIf }: TableProps) {
               const total = stats.totals[i]!;
               const astText = rec.ast_valid === undefined ? '—' : rec.ast_valid ? 'yes' : 'no';
               return (
-                <tr key={i} className="rb-row" data-testid="rollout-row" data-index={i} data-rank={stats.ranks[i]} data-total={total.toFixed(6)}
-                  data-group-advantage={stats.advantages[i]!.toFixed(6)} aria-selected={selected === i} tabIndex={i === tabbable ? 0 : -1}
-                  data-compare={i === atA ? (i === atB ? 'ab' : 'a') : i === atB ? 'b' : undefined} aria-keyshortcuts="Enter A B"
+                <tr
+                  key={i}
+                  className="rb-row"
+                  data-testid="rollout-row"
+                  data-index={i}
+                  data-rank={stats.ranks[i]}
+                  data-total={total.toFixed(6)}
+                  data-group-advantage={stats.advantages[i]!.toFixed(6)}
+                  aria-selected={selected === i}
+                  tabIndex={i === tabbable ? 0 : -1}
+                  data-compare={i === atA ? (i === atB ? 'ab' : 'a') : i === atB ? 'b' : undefined}
+                  aria-keyshortcuts="Enter A B"
                   onClick={() => {
                     setFocus(i);
                     select(i);
-                  }} onFocus={() => setFocus(i)} onKeyDown={(e) => onKeyDown(e, i)}>
+                  }}
+                  onFocus={() => setFocus(i)}
+                  onKeyDown={(e) => onKeyDown(e, i)}
+                >
                   <td>
                     {stats.ranks[i]}
-                    {i === atA && <span className="rb-cmp" title="compared: side A">A</span>}
-                    {i === atB && <span className="rb-cmp" title="compared: side B">B</span>}
+                    {i === atA && (
+                      <span className="rb-cmp" title="compared: side A">
+                        A
+                      </span>
+                    )}
+                    {i === atB && (
+                      <span className="rb-cmp" title="compared: side B">
+                        B
+                      </span>
+                    )}
                   </td>
                   <td title={`group-normalised advantage under these weights: ${num(stats.advantages[i]!)}`}>
                     {num(total)}
-                    {whatIf && <span className="rb-recorded" title="the recorded total">was {num(rec.reward.total)}</span>}
+                    {whatIf && (
+                      <span className="rb-recorded" title="the recorded total">
+                        was {num(rec.reward.total)}
+                      </span>
+                    )}
                   </td>
                   <td>{num(meanAdvantage(rec))}</td>
-                  <td className={rec.passed ? 'ok' : 'bad'} title={rec.message ?? `verdict: ${rec.verdict}`}>{rec.passed ? 'pass' : rec.verdict === 'failed' ? 'fail' : rec.verdict}</td>
-                  <td>{rec.tests_passed}/{rec.tests_total}</td>
+                  <td className={rec.passed ? 'ok' : 'bad'} title={rec.message ?? `verdict: ${rec.verdict}`}>
+                    {rec.passed ? 'pass' : rec.verdict === 'failed' ? 'fail' : rec.verdict}
+                  </td>
+                  <td>
+                    {rec.tests_passed}/{rec.tests_total}
+                  </td>
                   <td className={rec.ast_valid === false ? 'bad' : undefined}>{astText}</td>
                   <td title={rec.turn === 2 ? 'error-driven repair' : 'first attempt'}>{rec.turn}</td>
-                  <td className="rb-code"><code title={rec.completion.slice(0, 400)}>{firstLine(rec.completion).trim().slice(0, 120)}</code></td>
+                  <td className="rb-code">
+                    <code title={rec.completion.slice(0, 400)}>{firstLine(rec.completion).trim().slice(0, 120)}</code>
+                  </td>
                 </tr>
               );
             })}

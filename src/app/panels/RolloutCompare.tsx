@@ -14,14 +14,20 @@ import type { RolloutRecord } from '../../rl/ppo-loop';
 import { useLab } from '../../store';
 import { readIterationRollouts, readRunIterations } from '../../store/rolloutSlice';
 import {
-  breakdownDiff, matchPrompt, promptLanguage, sampleNumber, sideKey, sideOf, sideScore,
-  type CompareSide, type SideName,
+  breakdownDiff,
+  matchPrompt,
+  promptLanguage,
+  sampleNumber,
+  sideKey,
+  sideOf,
+  sideScore,
+  type CompareSide,
+  type SideName,
 } from '../../lab/compare';
 import { fmtNum } from '../rollout/tokens';
 import { rescore, type RewardWeights } from '../../lab/whatif';
 import '../rollout/view.css';
 import { loadRolloutMonaco, type MonacoApi } from '../rollout/monaco';
-
 
 const message = (e: unknown): string => (e instanceof Error ? e.message : String(e)) || 'unknown error';
 const num = (x: number, d = 3): string => fmtNum(Number.isFinite(x) ? x : null, d);
@@ -29,7 +35,6 @@ const LABEL: Record<SideName, string> = { a: 'A', b: 'B' };
 /** the diff editor's height bounds */
 const DIFF_MIN_PX = 100;
 const DIFF_MAX_PX = 360;
-
 
 export function RolloutCompare() {
   const a = useLab((s) => s.rollouts.compare.a);
@@ -43,16 +48,20 @@ export function RolloutCompare() {
   if (!a && !b) {
     return (
       <p className="empty" data-testid="compare-empty">
-        Nothing to compare yet. In the rollout list, mark a rollout as A (key A on its row, or “Set selected as A”) and another as B (key B, or
-        “Set selected as B”); or mark A and pick the same prompt at another iteration here.
+        Nothing to compare yet. In the rollout list, mark a rollout as A (key A on its row, or “Set selected as A”) and another as B (key B,
+        or “Set selected as B”); or mark A and pick the same prompt at another iteration here.
       </p>
     );
   }
   return (
     <div className="rc" data-testid="compare" data-a={a ? sideKey(a) : ''} data-b={b ? sideKey(b) : ''}>
       <div className="rv-row" role="toolbar" aria-label="Comparison">
-        <button type="button" onClick={swap} data-testid="compare-swap" aria-label="Swap sides A and B">Swap A ⇄ B</button>
-        <button type="button" onClick={clear} data-testid="compare-clear" aria-label="Clear the comparison">Clear</button>
+        <button type="button" onClick={swap} data-testid="compare-swap" aria-label="Swap sides A and B">
+          Swap A ⇄ B
+        </button>
+        <button type="button" onClick={clear} data-testid="compare-clear" aria-label="Clear the comparison">
+          Clear
+        </button>
         <input id={inlineId} type="checkbox" checked={inline} onChange={(e) => setInline(e.target.checked)} data-testid="compare-inline" />
         <label htmlFor={inlineId}>Inline diff</label>
         {a && b && sideKey(a) === sideKey(b) && <span className="rv-note">A and B are the same rollout.</span>}
@@ -95,25 +104,51 @@ function SideHead({ name, side, weights }: { name: SideName; side: CompareSide |
   const sc = sideScore(side, weights);
   const { k, of } = sampleNumber(side);
   return (
-    <section className="rc-side" aria-label={`Side ${N}: task ${r.task_id}, iteration ${side.iteration}, rollout ${side.index}`} data-testid={`compare-side-${name}`}
-      data-run={side.run} data-iteration={side.iteration} data-index={side.index} data-task={r.task_id}
-      data-total={sc.total.toFixed(6)} data-recorded-total={sc.recorded.toFixed(6)} data-tests={`${r.tests_passed}/${r.tests_total}`}>
+    <section
+      className="rc-side"
+      aria-label={`Side ${N}: task ${r.task_id}, iteration ${side.iteration}, rollout ${side.index}`}
+      data-testid={`compare-side-${name}`}
+      data-run={side.run}
+      data-iteration={side.iteration}
+      data-index={side.index}
+      data-task={r.task_id}
+      data-total={sc.total.toFixed(6)}
+      data-recorded-total={sc.recorded.toFixed(6)}
+      data-tests={`${r.tests_passed}/${r.tests_total}`}
+    >
       <h3>
         {N} <span className={r.passed ? 'ok' : 'bad'}>{r.passed ? 'pass' : r.verdict}</span>
-        <button type="button" className="rc-clear-side" onClick={() => set(name, null)} aria-label={`Clear side ${N}`}>×</button>
+        <button type="button" className="rc-clear-side" onClick={() => set(name, null)} aria-label={`Clear side ${N}`}>
+          ×
+        </button>
       </h3>
       <dl className="rv-meta">
-        <dt>run</dt><dd>{side.run}</dd>
-        <dt>iteration</dt><dd>{side.iteration}</dd>
-        <dt>task</dt><dd>{r.task_id}{r.turn === 2 ? ' (repair turn)' : ''}</dd>
-        <dt>sample</dt><dd>#{side.index}: {k} of {of} in group {r.group}</dd>
+        <dt>run</dt>
+        <dd>{side.run}</dd>
+        <dt>iteration</dt>
+        <dd>{side.iteration}</dd>
+        <dt>task</dt>
+        <dd>
+          {r.task_id}
+          {r.turn === 2 ? ' (repair turn)' : ''}
+        </dd>
+        <dt>sample</dt>
+        <dd>
+          #{side.index}: {k} of {of} in group {r.group}
+        </dd>
         <dt>reward{weights ? ' (what-if)' : ''}</dt>
-        <dd data-testid={`compare-reward-${name}`}>{num(sc.total)}{weights ? ` (recorded ${num(sc.recorded)})` : ''}</dd>
+        <dd data-testid={`compare-reward-${name}`}>
+          {num(sc.total)}
+          {weights ? ` (recorded ${num(sc.recorded)})` : ''}
+        </dd>
         <dt>advantage</dt>
         <dd title="the recorded per-token advantages' mean and last value; the group-normalised advantage under the weights">
           {num(sc.meanAdvantage)} mean, {num(sc.finalAdvantage)} last; {num(sc.groupAdvantage)} in its group
         </dd>
-        <dt>tests</dt><dd>{r.tests_passed}/{r.tests_total} passed</dd>
+        <dt>tests</dt>
+        <dd>
+          {r.tests_passed}/{r.tests_total} passed
+        </dd>
       </dl>
     </section>
   );
@@ -159,17 +194,39 @@ function SamePromptPicker({ a, b, weights }: { a: CompareSide; b: CompareSide | 
     <section className="rc-pick" aria-label={`B: the same prompt at another iteration`} data-testid="compare-same-prompt">
       <div className="rv-row">
         <label htmlFor={id}>B: task {a.record.task_id} at iteration</label>
-        <select id={id} value={it ?? ''} onChange={(e) => setIt(e.target.value === '' ? null : Number(e.target.value))} data-testid="compare-iteration">
+        <select
+          id={id}
+          value={it ?? ''}
+          onChange={(e) => setIt(e.target.value === '' ? null : Number(e.target.value))}
+          data-testid="compare-iteration"
+        >
           <option value="">choose…</option>
-          {iterations.map((n) => <option key={n} value={n}>{n}{n === a.iteration ? ' (A’s)' : ''}</option>)}
+          {iterations.map((n) => (
+            <option key={n} value={n}>
+              {n}
+              {n === a.iteration ? ' (A’s)' : ''}
+            </option>
+          ))}
         </select>
-        {listed && 'error' in listed && listed.run === a.run && <span role="alert" className="alert">{listed.error}</span>}
+        {listed && 'error' in listed && listed.run === a.run && (
+          <span role="alert" className="alert">
+            {listed.error}
+          </span>
+        )}
       </div>
       {it !== null && loaded === null && <p className="rv-note">loading…</p>}
-      {loaded && 'error' in loaded && <p role="alert" className="alert">{loaded.error}</p>}
-      {matches && loaded && 'records' in loaded && (
-        matches.length === 0 ? (
-          <p className="rv-note" data-testid="compare-no-match">Iteration {loaded.it} has no rollout of task {a.record.task_id}.</p>
+      {loaded && 'error' in loaded && (
+        <p role="alert" className="alert">
+          {loaded.error}
+        </p>
+      )}
+      {matches &&
+        loaded &&
+        'records' in loaded &&
+        (matches.length === 0 ? (
+          <p className="rv-note" data-testid="compare-no-match">
+            Iteration {loaded.it} has no rollout of task {a.record.task_id}.
+          </p>
         ) : (
           <ul className="rc-candidates" aria-label={`Rollouts of task ${a.record.task_id} at iteration ${loaded.it}`}>
             {matches.map((m) => {
@@ -177,17 +234,22 @@ function SamePromptPicker({ a, b, weights }: { a: CompareSide; b: CompareSide | 
               const chosen = b !== null && sideKey(b) === sideKey({ run: a.run, iteration: loaded.it, index: m.index });
               return (
                 <li key={m.index}>
-                  <button type="button" aria-pressed={chosen} data-testid="compare-candidate" data-index={m.index}
-                    onClick={() => set('b', sideOf(a.run, loaded.it, loaded.records, m.index))}>
-                    #{m.index} · reward {num(rescore(r, weights).total)} · {r.tests_passed}/{r.tests_total} tests · {r.passed ? 'pass' : r.verdict}
+                  <button
+                    type="button"
+                    aria-pressed={chosen}
+                    data-testid="compare-candidate"
+                    data-index={m.index}
+                    onClick={() => set('b', sideOf(a.run, loaded.it, loaded.records, m.index))}
+                  >
+                    #{m.index} · reward {num(rescore(r, weights).total)} · {r.tests_passed}/{r.tests_total} tests ·{' '}
+                    {r.passed ? 'pass' : r.verdict}
                     {!m.samePrompt && ' · another prompt (repair turn)'}
                   </button>
                 </li>
               );
             })}
           </ul>
-        )
-      )}
+        ))}
     </section>
   );
 }
@@ -206,9 +268,23 @@ function DiffLoader({ a, b, inline }: { a: CompareSide; b: CompareSide; inline: 
       live = false;
     };
   }, [monaco]);
-  if (error) return <p role="alert" className="alert">{error}</p>;
+  if (error)
+    return (
+      <p role="alert" className="alert">
+        {error}
+      </p>
+    );
   if (!monaco) return <p className="empty">Loading the editor…</p>;
-  return <DiffView monaco={monaco} a={a.record} b={b.record} inline={inline} label={`A: ${a.record.task_id}, iteration ${a.iteration}, rollout ${a.index}`} labelB={`B: ${b.record.task_id}, iteration ${b.iteration}, rollout ${b.index}`} />;
+  return (
+    <DiffView
+      monaco={monaco}
+      a={a.record}
+      b={b.record}
+      inline={inline}
+      label={`A: ${a.record.task_id}, iteration ${a.iteration}, rollout ${a.index}`}
+      labelB={`B: ${b.record.task_id}, iteration ${b.iteration}, rollout ${b.index}`}
+    />
+  );
 }
 
 interface DiffState {
@@ -220,13 +296,32 @@ interface DiffState {
 }
 
 /** The prompt's range in `model` (Monaco normalises line endings), dimmed. */
-function dimPrompt(monaco: MonacoApi, editor: M.editor.ICodeEditor, model: M.editor.ITextModel, prompt: string): M.editor.IEditorDecorationsCollection {
+function dimPrompt(
+  monaco: MonacoApi,
+  editor: M.editor.ICodeEditor,
+  model: M.editor.ITextModel,
+  prompt: string,
+): M.editor.IEditorDecorationsCollection {
   const p = prompt.replace(/\r\n|\r|\n/g, model.getEOL());
   const range = monaco.Range.fromPositions(model.getPositionAt(0), model.getPositionAt(p.length));
   return editor.createDecorationsCollection([{ range, options: { inlineClassName: 'rollout-prompt' } }]);
 }
 
-function DiffView({ monaco, a, b, inline, label, labelB }: { monaco: MonacoApi; a: RolloutRecord; b: RolloutRecord; inline: boolean; label: string; labelB: string }) {
+function DiffView({
+  monaco,
+  a,
+  b,
+  inline,
+  label,
+  labelB,
+}: {
+  monaco: MonacoApi;
+  a: RolloutRecord;
+  b: RolloutRecord;
+  inline: boolean;
+  label: string;
+  labelB: string;
+}) {
   const host = useRef<HTMLDivElement>(null);
   const editor = useRef<M.editor.IStandaloneDiffEditor | null>(null);
   const [state, setState] = useState<DiffState | null>(null);
@@ -250,7 +345,10 @@ function DiffView({ monaco, a, b, inline, label, labelB }: { monaco: MonacoApi; 
       modifiedAriaLabel: `${labelB} (read-only)`,
     });
     diff.setModel({ original, modified });
-    const dims = [dimPrompt(monaco, diff.getOriginalEditor(), original, a.prompt), dimPrompt(monaco, diff.getModifiedEditor(), modified, b.prompt)];
+    const dims = [
+      dimPrompt(monaco, diff.getOriginalEditor(), original, a.prompt),
+      dimPrompt(monaco, diff.getModifiedEditor(), modified, b.prompt),
+    ];
     const sizes = { aLength: original.getValueLength(), bLength: modified.getValueLength() };
     setState({ ...sizes, changes: null });
     const sub = diff.onDidUpdateDiff(() => {
@@ -276,8 +374,17 @@ function DiffView({ monaco, a, b, inline, label, labelB }: { monaco: MonacoApi; 
   const lines = Math.max(...[a, b].map((r) => (r.prompt + r.completion).split('\n').length));
   const height = Math.min(DIFF_MAX_PX, Math.max(DIFF_MIN_PX, lines * 20 + 16));
   return (
-    <div className="rc-diff" ref={host} style={{ height }} data-testid="compare-diff" data-ready={state !== null} data-a-length={state?.aLength ?? ''}
-      data-b-length={state?.bLength ?? ''} data-changes={state?.changes ?? ''} data-inline={inline} />
+    <div
+      className="rc-diff"
+      ref={host}
+      style={{ height }}
+      data-testid="compare-diff"
+      data-ready={state !== null}
+      data-a-length={state?.aLength ?? ''}
+      data-b-length={state?.bLength ?? ''}
+      data-changes={state?.changes ?? ''}
+      data-inline={inline}
+    />
   );
 }
 
@@ -285,31 +392,63 @@ function BreakdownTable({ a, b, weights }: { a: RolloutRecord; b: RolloutRecord;
   const d = breakdownDiff(a, b, weights);
   const signed = (x: number): string => `${x > 0 ? '+' : ''}${num(x)}`;
   return (
-    <section className="rc-breakdown" aria-label="Reward breakdown of A and B" data-testid="compare-breakdown" data-delta={d.delta.toFixed(6)}>
-      <h3>Reward{weights ? ' (what-if weights)' : ''}: B − A = {signed(d.delta)}</h3>
+    <section
+      className="rc-breakdown"
+      aria-label="Reward breakdown of A and B"
+      data-testid="compare-breakdown"
+      data-delta={d.delta.toFixed(6)}
+    >
+      <h3>
+        Reward{weights ? ' (what-if weights)' : ''}: B − A = {signed(d.delta)}
+      </h3>
       <table>
         <thead>
           <tr>
-            <th scope="col">component</th><th scope="col" className="num">weight</th>
-            <th scope="col" className="num">A raw</th><th scope="col" className="num">A</th>
-            <th scope="col" className="num">B raw</th><th scope="col" className="num">B</th>
-            <th scope="col" className="num">Δ B − A</th>
+            <th scope="col">component</th>
+            <th scope="col" className="num">
+              weight
+            </th>
+            <th scope="col" className="num">
+              A raw
+            </th>
+            <th scope="col" className="num">
+              A
+            </th>
+            <th scope="col" className="num">
+              B raw
+            </th>
+            <th scope="col" className="num">
+              B
+            </th>
+            <th scope="col" className="num">
+              Δ B − A
+            </th>
           </tr>
         </thead>
         <tbody>
           {d.rows.map((row) => (
             <tr key={row.name} data-component={row.name} data-delta={row.delta.toFixed(6)}>
               <th scope="row">{row.name}</th>
-              <td className="num">{row.sign < 0 ? '−' : '+'}{num((row.a ?? row.b)!.weight)}</td>
-              <td className="num">{fmtNum(row.a?.raw ?? null, 3)}</td><td className="num">{fmtNum(row.a?.contribution ?? null, 3)}</td>
-              <td className="num">{fmtNum(row.b?.raw ?? null, 3)}</td><td className="num">{fmtNum(row.b?.contribution ?? null, 3)}</td>
+              <td className="num">
+                {row.sign < 0 ? '−' : '+'}
+                {num((row.a ?? row.b)!.weight)}
+              </td>
+              <td className="num">{fmtNum(row.a?.raw ?? null, 3)}</td>
+              <td className="num">{fmtNum(row.a?.contribution ?? null, 3)}</td>
+              <td className="num">{fmtNum(row.b?.raw ?? null, 3)}</td>
+              <td className="num">{fmtNum(row.b?.contribution ?? null, 3)}</td>
               <td className={`num${row.delta > 0 ? ' ok' : row.delta < 0 ? ' bad' : ''}`}>{signed(row.delta)}</td>
             </tr>
           ))}
         </tbody>
         <tfoot>
           <tr>
-            <th scope="row">total</th><td /><td /><th className="num">{num(d.totalA)}</th><td /><th className="num">{num(d.totalB)}</th>
+            <th scope="row">total</th>
+            <td />
+            <td />
+            <th className="num">{num(d.totalA)}</th>
+            <td />
+            <th className="num">{num(d.totalB)}</th>
             <th className="num">{signed(d.delta)}</th>
           </tr>
         </tfoot>

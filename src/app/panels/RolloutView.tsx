@@ -23,12 +23,24 @@ import type { TestResult } from '../../sandbox/result';
 import type { Task } from '../../tasks/types';
 import { useLab } from '../../store';
 import { getAnalyzer, runInSandbox } from '../../store/scorerSlice';
-import { alignTokens, HEAT_SCALES, heatBucket, heatClass, heatLegend, mean, scaleValue, testLine, tokenHover, tokenInfo, type HeatScale, type TokenSpan } from '../rollout/tokens';
+import {
+  alignTokens,
+  HEAT_SCALES,
+  heatBucket,
+  heatClass,
+  heatLegend,
+  mean,
+  scaleValue,
+  testLine,
+  tokenHover,
+  tokenInfo,
+  type HeatScale,
+  type TokenSpan,
+} from '../rollout/tokens';
 import type { RewardWeights } from '../../lab/whatif';
 import { AstTree, Breakdown, OUTLINE_NODES, Tests, type Outline, type Scored } from '../rollout/panes';
 import '../rollout/view.css';
 import { loadRolloutMonaco, type MonacoApi } from '../rollout/monaco';
-
 
 const DEBOUNCE_MS = 400;
 const OWNERS = ['ast', 'lint', 'tests'] as const;
@@ -36,7 +48,6 @@ const message = (e: unknown): string => (e instanceof Error ? e.message : String
 
 // ---------------------------------------------------------------------------------------------
 // Loading: Monaco once per page, each run's tasks and reward config once per run
-
 
 interface RunContext {
   tasks: Map<string, Task>;
@@ -52,7 +63,11 @@ function runContext(run: string): Promise<RunContext> {
   let p = runContexts.get(run);
   if (!p) {
     p = (async () => {
-      const [{ runStorage }, { readJson }, { loadSuite }] = await Promise.all([import('../../rl/store-browser'), import('../../rl/store'), import('../../tasks/suite')]);
+      const [{ runStorage }, { readJson }, { loadSuite }] = await Promise.all([
+        import('../../rl/store-browser'),
+        import('../../rl/store'),
+        import('../../tasks/suite'),
+      ]);
       const store = (await runStorage()).open(run);
       const bytes = await store.read('tasks/rl.jsonl');
       if (!bytes) throw new Error(`run "${run}" has no tasks/rl.jsonl, so its tasks' tests are unknown`);
@@ -113,7 +128,8 @@ interface EditorSession {
   edited: boolean;
 }
 
-const rangeAt = (s: EditorSession, start: number, end: number): M.Range => s.monaco.Range.fromPositions(s.model.getPositionAt(start), s.model.getPositionAt(end));
+const rangeAt = (s: EditorSession, start: number, end: number): M.Range =>
+  s.monaco.Range.fromPositions(s.model.getPositionAt(start), s.model.getPositionAt(end));
 
 function heatOptions(s: EditorSession, it: HeatItem, r: RolloutRecord, scale: HeatScale): M.editor.IModelDecorationOptions {
   const v = mean(it.tokens.map((i) => scaleValue(r, scale, i) ?? NaN));
@@ -134,7 +150,13 @@ function paintRecorded(s: EditorSession, prompt: string, items: HeatItem[], r: R
   const stickiness = s.monaco.editor.TrackedRangeStickiness.NeverGrowsWhenTypingAtEdges;
   s.prompt.set([{ range: rangeAt(s, 0, prompt.length), options: { inlineClassName: 'rollout-prompt', stickiness } }]);
   s.edited = false;
-  paintHeat(s, items, items.map((it) => rangeAt(s, it.start, it.end)), r, scale);
+  paintHeat(
+    s,
+    items,
+    items.map((it) => rangeAt(s, it.start, it.end)),
+    r,
+    scale,
+  );
 }
 
 function paintHeat(s: EditorSession, items: HeatItem[], ranges: M.IRange[], r: RolloutRecord, scale: HeatScale): void {
@@ -150,7 +172,10 @@ function pruneHeat(s: EditorSession, r: RolloutRecord, scale: HeatScale): void {
   s.live.forEach((it, k) => {
     const range = s.heat.getRange(k);
     if (!range) return;
-    const same = it.start === it.end ? range.isEmpty() && s.model.getOffsetAt(range.getStartPosition()) === end : s.model.getValueInRange(range) === it.text;
+    const same =
+      it.start === it.end
+        ? range.isEmpty() && s.model.getOffsetAt(range.getStartPosition()) === end
+        : s.model.getValueInRange(range) === it.text;
     if (same) {
       items.push(it);
       ranges.push(range);
@@ -170,14 +195,26 @@ interface Diagnosis {
   tests: TestResult[];
 }
 
-function setMarkers(s: EditorSession, d: Diagnosis, promptLength: number, prompt: string, entryPoint: string | undefined): Record<(typeof OWNERS)[number], number> {
+function setMarkers(
+  s: EditorSession,
+  d: Diagnosis,
+  promptLength: number,
+  prompt: string,
+  entryPoint: string | undefined,
+): Record<(typeof OWNERS)[number], number> {
   const { MarkerSeverity } = s.monaco;
   const at = (start: number, end: number) => {
     const r = rangeAt(s, promptLength + start, promptLength + end);
     return { startLineNumber: r.startLineNumber, startColumn: r.startColumn, endLineNumber: r.endLineNumber, endColumn: r.endColumn };
   };
   const severity = { error: MarkerSeverity.Error, warning: MarkerSeverity.Warning, info: MarkerSeverity.Info };
-  const ast = (d.analysis?.ast.errors ?? []).map((e) => ({ ...at(e.start, e.end), severity: MarkerSeverity.Error, message: e.message, source: 'tree-sitter', code: e.kind === 'ERROR' ? 'syntax/error' : 'syntax/missing' }));
+  const ast = (d.analysis?.ast.errors ?? []).map((e) => ({
+    ...at(e.start, e.end),
+    severity: MarkerSeverity.Error,
+    message: e.message,
+    source: 'tree-sitter',
+    code: e.kind === 'ERROR' ? 'syntax/error' : 'syntax/missing',
+  }));
   const lint = (d.analysis?.diagnostics ?? [])
     .filter((f) => f.source !== 'ast')
     .map((f) => ({ ...at(f.start, f.end), severity: severity[f.severity], message: f.message, source: f.source, code: f.ruleId }));
@@ -188,7 +225,16 @@ function setMarkers(s: EditorSession, d: Diagnosis, promptLength: number, prompt
       const { line: l, known } = testLine(t, prompt, entryPoint);
       const line = Math.min(Math.max(l, 1), lines);
       const where = known ? '' : ' (shown at the function header: the failure is in the test code)';
-      return { startLineNumber: line, startColumn: s.model.getLineFirstNonWhitespaceColumn(line) || 1, endLineNumber: line, endColumn: s.model.getLineMaxColumn(line), severity: MarkerSeverity.Error, message: `${t.name} ${t.status}: ${t.message ?? t.source}${where}`, source: 'tests', code: t.name };
+      return {
+        startLineNumber: line,
+        startColumn: s.model.getLineFirstNonWhitespaceColumn(line) || 1,
+        endLineNumber: line,
+        endColumn: s.model.getLineMaxColumn(line),
+        severity: MarkerSeverity.Error,
+        message: `${t.name} ${t.status}: ${t.message ?? t.source}${where}`,
+        source: 'tests',
+        code: t.name,
+      };
     });
   const byOwner = { ast, lint, tests };
   for (const owner of OWNERS) s.monaco.editor.setModelMarkers(s.model, owner, byOwner[owner]);
@@ -200,7 +246,11 @@ function setMarkers(s: EditorSession, d: Diagnosis, promptLength: number, prompt
 
 type RescoreState = 'idle' | 'scoring' | 'done' | 'error';
 
-async function analyse(language: string, prompt: string, completion: string): Promise<{ analysis: AnalysisResult; outline: Outline } | null> {
+async function analyse(
+  language: string,
+  prompt: string,
+  completion: string,
+): Promise<{ analysis: AnalysisResult; outline: Outline } | null> {
   if (language !== 'javascript') return null;
   const a = await getAnalyzer();
   const text = prompt + completion;
@@ -213,7 +263,10 @@ async function scoreEdit(r: RolloutRecord, run: string | null, prompt: string, c
   const ctx = await runContext(run);
   const task = ctx.tasks.get(r.task_id);
   if (!task) throw new Error(`task ${r.task_id} is not in the run's tasks/rl.jsonl`);
-  const [ran, analysed] = await Promise.allSettled([runInSandbox({ ...task, prompt }, completion), analyse(task.language, prompt, completion)]);
+  const [ran, analysed] = await Promise.allSettled([
+    runInSandbox({ ...task, prompt }, completion),
+    analyse(task.language, prompt, completion),
+  ]);
   if (ran.status === 'rejected') throw ran.reason;
   if (analysed.status === 'rejected') throw new Error(`Static analysis could not be loaded: ${message(analysed.reason)}`);
   const { tests, verdict } = ran.value;
@@ -265,9 +318,16 @@ export function RolloutView() {
       </p>
     );
   }
-  if (loadError) return <p role="alert" className="alert">{loadError}</p>;
+  if (loadError)
+    return (
+      <p role="alert" className="alert">
+        {loadError}
+      </p>
+    );
   if (!monaco) return <p className="empty">Loading the editor…</p>;
-  return <RolloutDetail key={recordKey(record)} monaco={monaco} record={record} run={run} weights={weights} scale={scale} setScale={setScale} />;
+  return (
+    <RolloutDetail key={recordKey(record)} monaco={monaco} record={record} run={run} weights={weights} scale={scale} setScale={setScale} />
+  );
 }
 
 export default RolloutView;
@@ -297,7 +357,11 @@ function RolloutDetail({ monaco, record, run, weights, scale, setScale }: Detail
   const [heatLeft, setHeatLeft] = useState(heat.items.length);
   const [ctx, setCtx] = useState<{ ok: RunContext } | { error: string } | null>(null);
   const [recorded, setRecorded] = useState<{ analysis: AnalysisResult | null; outline: Outline | null; note: string | null } | null>(null);
-  const [edit, setEdit] = useState<{ state: RescoreState; note: string | null; result: Scored | null }>({ state: 'idle', note: null, result: null });
+  const [edit, setEdit] = useState<{ state: RescoreState; note: string | null; result: Scored | null }>({
+    state: 'idle',
+    note: null,
+    result: null,
+  });
   const [markers, setMarkerCounts] = useState<Record<(typeof OWNERS)[number], number>>({ ast: 0, lint: 0, tests: 0 });
 
   const task = ctx && 'ok' in ctx ? (ctx.ok.tasks.get(record.task_id) ?? null) : null;
@@ -316,7 +380,15 @@ function RolloutDetail({ monaco, record, run, weights, scale, setScale }: Detail
       scrollBeyondLastLine: false,
       theme: 'vs',
     });
-    const s: EditorSession = { monaco, editor, model, heat: editor.createDecorationsCollection(), prompt: editor.createDecorationsCollection(), live: [], edited: false };
+    const s: EditorSession = {
+      monaco,
+      editor,
+      model,
+      heat: editor.createDecorationsCollection(),
+      prompt: editor.createDecorationsCollection(),
+      live: [],
+      edited: false,
+    };
     const initial = model.getValue();
     // Monaco normalises mixed line endings; the prompt is then compared in the editor's form
     const p = initial === program ? record.prompt : record.prompt.replace(/\r\n|\r|\n/g, model.getEOL());
@@ -346,7 +418,13 @@ function RolloutDetail({ monaco, record, run, weights, scale, setScale }: Detail
     scaleRef.current = scale;
     const s = session.current;
     if (!s || !ready) return;
-    paintHeat(s, s.live, s.live.map((_, k) => s.heat.getRange(k)!), record, scale);
+    paintHeat(
+      s,
+      s.live,
+      s.live.map((_, k) => s.heat.getRange(k)!),
+      record,
+      scale,
+    );
   }, [scale, ready, record]);
 
   // the run's tasks and reward config (cached per run)
@@ -445,10 +523,19 @@ function RolloutDetail({ monaco, record, run, weights, scale, setScale }: Detail
   const total = markers.ast + markers.lint + markers.tests;
 
   return (
-    <div className="rv" data-testid="rollout-view" data-marker-count={total} data-marker-ast={markers.ast} data-marker-lint={markers.lint} data-marker-tests={markers.tests}>
+    <div
+      className="rv"
+      data-testid="rollout-view"
+      data-marker-count={total}
+      data-marker-ast={markers.ast}
+      data-marker-lint={markers.lint}
+      data-marker-tests={markers.tests}
+    >
       <div className="rv-main">
         <p className="rv-head">
-          Task <strong>{record.task_id}</strong> · iteration {record.iteration} · group {record.group} · turn {record.turn} · verdict <strong>{record.verdict}</strong> · {record.tests_passed}/{record.tests_total} tests · finish {record.finish} · {record.tokens.length} tokens
+          Task <strong>{record.task_id}</strong> · iteration {record.iteration} · group {record.group} · turn {record.turn} · verdict{' '}
+          <strong>{record.verdict}</strong> · {record.tests_passed}/{record.tests_total} tests · finish {record.finish} ·{' '}
+          {record.tokens.length} tokens
         </p>
         <div className="rv-row">
           <label htmlFor={heatId}>Heatmap</label>
@@ -461,18 +548,22 @@ function RolloutDetail({ monaco, record, run, weights, scale, setScale }: Detail
           </select>
           <ul className="rv-legend" aria-label={`${scale} colour scale`}>
             {heatLegend(scale).map((label, b) => (
-              <li key={b} className={heatClass(scale, b)}>{label}</li>
+              <li key={b} className={heatClass(scale, b)}>
+                {label}
+              </li>
             ))}
           </ul>
         </div>
         <p className="rv-note">
           {HEAT_SCALES.find((h) => h.id === scale)!.help}. Hover a token for its numbers.
           {extras > 0 && ` The EOS token is shown after the end of the completion.`}
-          {!heat.exact && ' Some token texts do not match the completion (a character split across tokens): such tokens share one coloured range.'}
+          {!heat.exact &&
+            ' Some token texts do not match the completion (a character split across tokens): such tokens share one coloured range.'}
         </p>
         {dirty && (
           <p className="rv-note" data-testid="rollout-heat-edited">
-            The heatmap shows the recorded completion's tokens only: {heatLeft} of {heat.items.length} still have their recorded text and keep their colour; edited and new text has none.
+            The heatmap shows the recorded completion's tokens only: {heatLeft} of {heat.items.length} still have their recorded text and
+            keep their colour; edited and new text has none.
           </p>
         )}
         <div className="rv-editor" ref={host} />
@@ -488,10 +579,22 @@ function RolloutDetail({ monaco, record, run, weights, scale, setScale }: Detail
       </div>
       <div className="rv-side">
         <Breakdown record={record} weights={weights} edited={edit.result} />
-        <Tests tests={edit.result?.tests ?? record.tests ?? []} edited={edit.result !== null} record={record} prompt={prompt} entryPoint={task?.entry_point} />
+        <Tests
+          tests={edit.result?.tests ?? record.tests ?? []}
+          edited={edit.result !== null}
+          record={record}
+          prompt={prompt}
+          entryPoint={task?.entry_point}
+        />
         <section aria-label="Syntax tree">
           <h3>Syntax tree (tree-sitter){edit.result ? ', edited completion' : ''}</h3>
-          {outline ? <AstTree outline={outline} onReveal={reveal} /> : <p className="rv-note" data-testid="ast-tree">{recorded?.note ?? 'Parsing…'}</p>}
+          {outline ? (
+            <AstTree outline={outline} onReveal={reveal} />
+          ) : (
+            <p className="rv-note" data-testid="ast-tree">
+              {recorded?.note ?? 'Parsing…'}
+            </p>
+          )}
         </section>
       </div>
     </div>

@@ -45,7 +45,8 @@ export function ScratchScorer() {
   return (
     <div className="scorer" data-testid="scorer">
       <p className="hint">
-        Score a completion of a built-in task here with the CLI's sandbox, analysis and reward; a selected rollout's breakdown will appear here too.
+        Score a completion of a built-in task here with the CLI's sandbox, analysis and reward; a selected rollout's breakdown will appear
+        here too.
       </p>
       <div className="scorer-row">
         <label htmlFor={taskId}>Task</label>
@@ -66,7 +67,9 @@ export function ScratchScorer() {
       </div>
       <details>
         <summary>Task {task.task_id}: prompt and tests</summary>
-        <pre className="scorer-code" data-testid="scorer-prompt">{task.prompt}</pre>
+        <pre className="scorer-code" data-testid="scorer-prompt">
+          {task.prompt}
+        </pre>
         <pre className="scorer-code">{task.tests}</pre>
       </details>
       <label htmlFor={editorId}>Completion (follows the prompt)</label>
@@ -108,10 +111,18 @@ function ScoreView({ r, stale }: { r: ScratchScore; stale: boolean }) {
         <strong className={ok ? 'status-ready' : 'status-lost'} data-testid="scorer-verdict">
           {r.run.verdict}
         </strong>{' '}
-        · <span data-testid="scorer-tests-count">{r.tests_passed}/{r.tests_total}</span> tests passed · {Math.round(r.ms)} ms
+        ·{' '}
+        <span data-testid="scorer-tests-count">
+          {r.tests_passed}/{r.tests_total}
+        </span>{' '}
+        tests passed · {Math.round(r.ms)} ms
         {stale && <span className="hint"> (the completion has changed since)</span>}
       </p>
-      {r.run.message && <p className="hint" data-testid="scorer-message">{r.run.message}</p>}
+      {r.run.message && (
+        <p className="hint" data-testid="scorer-message">
+          {r.run.message}
+        </p>
+      )}
       <Tests tests={r.run.tests} />
       {r.run.output && (
         <details className="scorer-output">
@@ -137,14 +148,21 @@ function Tests({ tests }: { tests: TestResult[] }) {
       <h3>Tests</h3>
       <table data-testid="scorer-tests">
         <thead>
-          <tr><th>test</th><th>status</th><th>assertion</th><th>message</th></tr>
+          <tr>
+            <th>test</th>
+            <th>status</th>
+            <th>assertion</th>
+            <th>message</th>
+          </tr>
         </thead>
         <tbody>
           {tests.map((t) => (
             <tr key={t.name} data-status={t.status}>
               <td>{t.name}</td>
               <td className={t.status === 'passed' ? 'ok' : 'bad'}>{t.status}</td>
-              <td><code>{t.source}</code></td>
+              <td>
+                <code>{t.source}</code>
+              </td>
               <td>{t.message ?? ''}</td>
             </tr>
           ))}
@@ -164,7 +182,9 @@ function Ast({ valid, errors, code }: { valid: boolean; errors: { start: number;
       {!valid && (
         <ul data-testid="scorer-ast-errors">
           {errors.map((e, i) => (
-            <li key={i}>line {lineAt(code, e.start)}: {e.message}</li>
+            <li key={i}>
+              line {lineAt(code, e.start)}: {e.message}
+            </li>
           ))}
         </ul>
       )}
@@ -177,18 +197,27 @@ function Lint({ findings, code }: { findings: Finding[]; code: string }) {
     <>
       <h3>Lint and metrics ({findings.length})</h3>
       {findings.length === 0 ? (
-        <p className="hint" data-testid="scorer-lint-none">No findings.</p>
+        <p className="hint" data-testid="scorer-lint-none">
+          No findings.
+        </p>
       ) : (
         <table data-testid="scorer-lint">
           <thead>
-            <tr><th>line</th><th>severity</th><th>rule</th><th>message</th></tr>
+            <tr>
+              <th>line</th>
+              <th>severity</th>
+              <th>rule</th>
+              <th>message</th>
+            </tr>
           </thead>
           <tbody>
             {findings.map((f, i) => (
               <tr key={i}>
                 <td>{lineAt(code, f.start)}</td>
                 <td className={f.severity === 'error' ? 'bad' : ''}>{f.severity}</td>
-                <td><code>{f.ruleId}</code></td>
+                <td>
+                  <code>{f.ruleId}</code>
+                </td>
                 <td>{f.message}</td>
               </tr>
             ))}
@@ -205,14 +234,23 @@ function Reward({ reward }: { reward: RewardBreakdown }) {
       <h3>Reward</h3>
       <table data-testid="scorer-reward">
         <thead>
-          <tr><th>component</th><th>raw</th><th>weight</th><th>contribution</th><th>detail</th></tr>
+          <tr>
+            <th>component</th>
+            <th>raw</th>
+            <th>weight</th>
+            <th>contribution</th>
+            <th>detail</th>
+          </tr>
         </thead>
         <tbody>
           {reward.components.map((c) => (
             <tr key={c.name}>
               <td>{c.name}</td>
               <td>{fmt(c.raw)}</td>
-              <td>{c.sign < 0 ? '−' : '+'}{fmt(c.weight)}</td>
+              <td>
+                {c.sign < 0 ? '−' : '+'}
+                {fmt(c.weight)}
+              </td>
               <td className={c.contribution > 0 ? 'ok' : c.contribution < 0 ? 'bad' : ''}>{fmt(c.contribution)}</td>
               <td>{c.detail}</td>
             </tr>
@@ -220,8 +258,12 @@ function Reward({ reward }: { reward: RewardBreakdown }) {
         </tbody>
         <tfoot>
           <tr>
-            <th>total</th><td /><td />
-            <th data-testid="scorer-reward-total" data-value={reward.total}>{fmt(reward.total)}</th>
+            <th>total</th>
+            <td />
+            <td />
+            <th data-testid="scorer-reward-total" data-value={reward.total}>
+              {fmt(reward.total)}
+            </th>
             <td />
           </tr>
         </tfoot>

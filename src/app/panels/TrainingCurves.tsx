@@ -77,33 +77,70 @@ export function TrainingCurves() {
     <div className="curves" data-testid="curves">
       <div className="curves-pickers">
         <label htmlFor={`${id}-run`}>Run</label>
-        <select id={`${id}-run`} value={primary?.value ?? ''} disabled={!options.length} onChange={(e) => setPick(e.target.value)} data-testid="curves-run">
+        <select
+          id={`${id}-run`}
+          value={primary?.value ?? ''}
+          disabled={!options.length}
+          onChange={(e) => setPick(e.target.value)}
+          data-testid="curves-run"
+        >
           {!options.length && <option value="">no runs</option>}
-          {options.map((o) => <option key={o.value} value={o.value}>{o.text}</option>)}
+          {options.map((o) => (
+            <option key={o.value} value={o.value}>
+              {o.text}
+            </option>
+          ))}
         </select>
         <label htmlFor={`${id}-compare`}>Compare with</label>
-        <select id={`${id}-compare`} value={second?.value ?? ''} disabled={options.length < 2} onChange={(e) => setComparePick(e.target.value)} data-testid="curves-compare">
+        <select
+          id={`${id}-compare`}
+          value={second?.value ?? ''}
+          disabled={options.length < 2}
+          onChange={(e) => setComparePick(e.target.value)}
+          data-testid="curves-compare"
+        >
           <option value="">none</option>
-          {options.filter((o) => o.value !== primary?.value).map((o) => <option key={o.value} value={o.value}>{o.text}</option>)}
+          {options
+            .filter((o) => o.value !== primary?.value)
+            .map((o) => (
+              <option key={o.value} value={o.value}>
+                {o.text}
+              </option>
+            ))}
         </select>
         <span className="curves-status hint" aria-live="polite" data-testid="curves-status">
           {loading.length ? `Reading ${loading.map((o) => `“${o.name}”`).join(' and ')}…` : ''}
         </span>
       </div>
-      {errors.map((e) => <p key={e} role="alert" className="alert" data-testid="curves-error">{e}</p>)}
+      {errors.map((e) => (
+        <p key={e} role="alert" className="alert" data-testid="curves-error">
+          {e}
+        </p>
+      ))}
       {second && <RunLegend names={names} />}
       {charts.length ? (
         <div className="curves-grid" aria-busy={loading.length > 0} data-testid="curves-grid">
           {charts.map(({ group, data }) => {
             const lines = chartLines(data.series, names);
             return (
-              <Chart key={chartKey(group, lines)} id={group.id} title={group.title} xLabel={X_LABEL[group.x]} data={data} lines={lines}
-                markers={group.x === 'iteration' ? markers : undefined} />
+              <Chart
+                key={chartKey(group, lines)}
+                id={group.id}
+                title={group.title}
+                xLabel={X_LABEL[group.x]}
+                data={data}
+                lines={lines}
+                markers={group.x === 'iteration' ? markers : undefined}
+              />
             );
           })}
         </div>
       ) : (
-        !loading.length && <p className="empty" data-testid="curves-empty">{emptyText(options.length > 0, names, errors.length > 0)}</p>
+        !loading.length && (
+          <p className="empty" data-testid="curves-empty">
+            {emptyText(options.length > 0, names, errors.length > 0)}
+          </p>
+        )
       )}
       {hasPpo && <AlarmList alarms={alarms} names={names} />}
     </div>
@@ -113,7 +150,8 @@ export function TrainingCurves() {
 const chartKey = (g: ChartGroup, lines: readonly ChartLine[]): string => `${g.id}|${lines.map((l) => `${l.label}/${l.color}`).join('|')}`;
 
 function emptyText(anyRun: boolean, names: readonly string[], failed: boolean): string {
-  if (!anyRun) return 'No runs yet. Start one under Experiment setup: reward per component, pass rate, KL, entropy and losses are plotted here live.';
+  if (!anyRun)
+    return 'No runs yet. Start one under Experiment setup: reward per component, pass rate, KL, entropy and losses are plotted here live.';
   const which = names.map((n) => `“${n}”`).join(' and ');
   if (failed) return `Nothing to plot for ${which}.`;
   return `No metrics to plot yet for ${which}. SFT losses appear after the first logged step, PPO curves after the first iteration.`;
@@ -125,14 +163,22 @@ function RunLegend({ names }: { names: readonly string[] }) {
       {names.map((n, run) => (
         <li key={run} style={{ color: PALETTES[run % 2]![0] }}>
           <span className={`curves-swatch${run % 2 ? ' dashed' : ''}`} aria-hidden="true" />
-          <span style={{ color: '#1b1f24' }}>{n} ({run === 0 ? 'cool colours, solid' : 'warm colours, dashed'})</span>
+          <span style={{ color: '#1b1f24' }}>
+            {n} ({run === 0 ? 'cool colours, solid' : 'warm colours, dashed'})
+          </span>
         </li>
       ))}
     </ul>
   );
 }
 
-function AlarmList({ alarms, names }: { alarms: readonly { run: number; iteration: number; message: string }[]; names: readonly string[] }) {
+function AlarmList({
+  alarms,
+  names,
+}: {
+  alarms: readonly { run: number; iteration: number; message: string }[];
+  names: readonly string[];
+}) {
   const id = useId();
   return (
     <section className="curves-alarms" aria-labelledby={`${id}-title`} data-testid="curves-alarms" data-count={alarms.length}>

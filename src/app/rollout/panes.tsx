@@ -42,13 +42,27 @@ export function Breakdown({ record, weights, edited }: { record: RolloutRecord; 
   const adv = record.advantages ?? [];
   const kl = record.logprobs.reduce((a, lp, i) => a + (Number.isFinite(record.ref_logprobs?.[i]) ? lp - record.ref_logprobs[i]! : 0), 0);
   return (
-    <section data-testid="reward-breakdown" data-total={total.toFixed(6)} data-recorded-total={record.reward.total.toFixed(6)} aria-label="Reward breakdown">
+    <section
+      data-testid="reward-breakdown"
+      data-total={total.toFixed(6)}
+      data-recorded-total={record.reward.total.toFixed(6)}
+      aria-label="Reward breakdown"
+    >
       <h3>Reward{weights ? ' (what-if weights)' : ''}</h3>
       <table>
         <thead>
           <tr>
-            <th>component</th><th className="num">raw</th><th className="num">weight</th><th className="num">contribution</th>
-            {ed && (<><th className="num">edited raw</th><th className="num">edited</th><th className="num">Δ</th></>)}
+            <th>component</th>
+            <th className="num">raw</th>
+            <th className="num">weight</th>
+            <th className="num">contribution</th>
+            {ed && (
+              <>
+                <th className="num">edited raw</th>
+                <th className="num">edited</th>
+                <th className="num">Δ</th>
+              </>
+            )}
           </tr>
         </thead>
         <tbody>
@@ -62,34 +76,80 @@ export function Breakdown({ record, weights, edited }: { record: RolloutRecord; 
                 <td>{name}</td>
                 <td className="num">{fmtNum(r?.raw ?? null, 3)}</td>
                 <td className={`num${changed ? ' rv-weight-changed' : ''}`}>
-                  {w.sign < 0 ? '−' : '+'}{fmtNum(w.weight, 3)}{changed ? ` (recorded ${fmtNum(recordedWeight(name)!, 3)})` : ''}
+                  {w.sign < 0 ? '−' : '+'}
+                  {fmtNum(w.weight, 3)}
+                  {changed ? ` (recorded ${fmtNum(recordedWeight(name)!, 3)})` : ''}
                 </td>
                 <td className="num">{fmtNum(r?.contribution ?? null, 3)}</td>
-                {ed && (<><td className="num">{fmtNum(e?.raw ?? null, 3)}</td><td className="num">{fmtNum(e?.contribution ?? null, 3)}</td><td className="num">{fmtNum((e?.contribution ?? 0) - (r?.contribution ?? 0), 3)}</td></>)}
+                {ed && (
+                  <>
+                    <td className="num">{fmtNum(e?.raw ?? null, 3)}</td>
+                    <td className="num">{fmtNum(e?.contribution ?? null, 3)}</td>
+                    <td className="num">{fmtNum((e?.contribution ?? 0) - (r?.contribution ?? 0), 3)}</td>
+                  </>
+                )}
               </tr>
             );
           })}
         </tbody>
         <tfoot>
           <tr>
-            <th>total</th><td /><td /><th className="num">{fmtNum(rec.total, 3)}</th>
-            {ed && (<><td /><th className="num">{fmtNum(ed.total, 3)}</th><th className="num">{fmtNum(ed.total - rec.total, 3)}</th></>)}
+            <th>total</th>
+            <td />
+            <td />
+            <th className="num">{fmtNum(rec.total, 3)}</th>
+            {ed && (
+              <>
+                <td />
+                <th className="num">{fmtNum(ed.total, 3)}</th>
+                <th className="num">{fmtNum(ed.total - rec.total, 3)}</th>
+              </>
+            )}
           </tr>
         </tfoot>
       </table>
       <dl className="rv-meta">
-        <dt>final reward (recorded)</dt><dd>{fmtNum(record.reward.total)}</dd>
-        {weights && (<><dt>under the what-if weights</dt><dd>{fmtNum(rec.total)}</dd></>)}
-        {ed && (<><dt>edited completion</dt><dd>{fmtNum(ed.total)} (Δ {fmtNum(ed.total - rec.total)}; {edited!.tests_passed}/{edited!.tests_total} tests, verdict {edited!.verdict})</dd></>)}
-        <dt>normalised advantage (last token)</dt><dd>{fmtNum(adv.length ? adv[adv.length - 1]! : null)}</dd>
-        <dt>mean advantage</dt><dd>{fmtNum(mean(adv))}</dd>
-        <dt>KL, Σ (log-prob − ref)</dt><dd>{fmtNum(kl)}</dd>
+        <dt>final reward (recorded)</dt>
+        <dd>{fmtNum(record.reward.total)}</dd>
+        {weights && (
+          <>
+            <dt>under the what-if weights</dt>
+            <dd>{fmtNum(rec.total)}</dd>
+          </>
+        )}
+        {ed && (
+          <>
+            <dt>edited completion</dt>
+            <dd>
+              {fmtNum(ed.total)} (Δ {fmtNum(ed.total - rec.total)}; {edited!.tests_passed}/{edited!.tests_total} tests, verdict{' '}
+              {edited!.verdict})
+            </dd>
+          </>
+        )}
+        <dt>normalised advantage (last token)</dt>
+        <dd>{fmtNum(adv.length ? adv[adv.length - 1]! : null)}</dd>
+        <dt>mean advantage</dt>
+        <dd>{fmtNum(mean(adv))}</dd>
+        <dt>KL, Σ (log-prob − ref)</dt>
+        <dd>{fmtNum(kl)}</dd>
       </dl>
     </section>
   );
 }
 
-export function Tests({ tests, edited, record, prompt, entryPoint }: { tests: TestResult[]; edited: boolean; record: RolloutRecord; prompt: string; entryPoint: string | undefined }) {
+export function Tests({
+  tests,
+  edited,
+  record,
+  prompt,
+  entryPoint,
+}: {
+  tests: TestResult[];
+  edited: boolean;
+  record: RolloutRecord;
+  prompt: string;
+  entryPoint: string | undefined;
+}) {
   const passed = tests.filter((t) => t.status === 'passed').length;
   return (
     <section data-testid="rollout-tests" data-edited={edited} aria-label="Tests">
@@ -99,16 +159,25 @@ export function Tests({ tests, edited, record, prompt, entryPoint }: { tests: Te
       {record.message && !edited && <p className="rv-note">{record.message}</p>}
       <table>
         <thead>
-          <tr><th>test</th><th>status</th><th className="num">line</th><th>message</th></tr>
+          <tr>
+            <th>test</th>
+            <th>status</th>
+            <th className="num">line</th>
+            <th>message</th>
+          </tr>
         </thead>
         <tbody>
           {tests.map((t) => {
             const { line, known } = testLine(t, prompt, entryPoint);
             return (
               <tr key={t.name} data-status={t.status}>
-                <td><code>{t.source}</code></td>
+                <td>
+                  <code>{t.source}</code>
+                </td>
                 <td className={t.status === 'passed' ? 'ok' : 'bad'}>{t.status}</td>
-                <td className="num" title={known ? 'where it failed' : 'the function header (the failure is in the test code)'}>{t.status === 'passed' ? '' : `${line}${known ? '' : '*'}`}</td>
+                <td className="num" title={known ? 'where it failed' : 'the function header (the failure is in the test code)'}>
+                  {t.status === 'passed' ? '' : `${line}${known ? '' : '*'}`}
+                </td>
                 <td className="rv-tests-msg">{t.message ?? ''}</td>
               </tr>
             );
@@ -146,7 +215,19 @@ export function AstTree({ outline, onReveal }: { outline: Outline; onReveal(star
   );
 }
 
-function AstItem({ node, depth, paths, index, onReveal }: { node: OutlineNode; depth: number; paths: Set<OutlineNode>; index: LineIndex; onReveal(start: number, end: number): void }) {
+function AstItem({
+  node,
+  depth,
+  paths,
+  index,
+  onReveal,
+}: {
+  node: OutlineNode;
+  depth: number;
+  paths: Set<OutlineNode>;
+  index: LineIndex;
+  onReveal(start: number, end: number): void;
+}) {
   // open near the root and on the way to a syntax error until the user says otherwise
   const [toggled, setToggled] = useState<boolean | null>(null);
   const open = toggled ?? (depth < 2 || paths.has(node));
@@ -156,7 +237,13 @@ function AstItem({ node, depth, paths, index, onReveal }: { node: OutlineNode; d
   return (
     <li className={cls} data-node={node.type}>
       {node.children.length > 0 ? (
-        <button type="button" className="rv-ast-toggle" aria-expanded={open} aria-label={`${open ? 'Collapse' : 'Expand'} ${label} at line ${line}`} onClick={() => setToggled(!open)}>
+        <button
+          type="button"
+          className="rv-ast-toggle"
+          aria-expanded={open}
+          aria-label={`${open ? 'Collapse' : 'Expand'} ${label} at line ${line}`}
+          onClick={() => setToggled(!open)}
+        >
           {open ? '▾' : '▸'}
         </button>
       ) : (
@@ -165,7 +252,9 @@ function AstItem({ node, depth, paths, index, onReveal }: { node: OutlineNode; d
       <button type="button" className="rv-ast-node" title="Select in the editor" onClick={() => onReveal(node.start, node.end)}>
         {label}
       </button>{' '}
-      <span className="rv-ast-pos">{line}:{column}</span>
+      <span className="rv-ast-pos">
+        {line}:{column}
+      </span>
       {open && node.children.length > 0 && (
         <ul>
           {node.children.map((c, i) => (

@@ -20,13 +20,19 @@ import {
 } from './tokens';
 
 /** The texts of the spans, for readable expectations. */
-const texts = (completion: string, spans: TokenSpan[], offset = 0): string[] => spans.map((s) => completion.slice(s.start - offset, s.end - offset));
+const texts = (completion: string, spans: TokenSpan[], offset = 0): string[] =>
+  spans.map((s) => completion.slice(s.start - offset, s.end - offset));
 
 describe('alignTokens', () => {
   it('maps texts that concatenate to the completion exactly, with the prompt offset', () => {
     const { spans, exact } = alignTokens(['const', ' x', ' =', ' 1;'], 'const x = 1;', 10);
     expect(exact).toBe(true);
-    expect(spans.map((s) => [s.start, s.end, s.kind])).toEqual([[10, 15, 'exact'], [15, 17, 'exact'], [17, 19, 'exact'], [19, 22, 'exact']]);
+    expect(spans.map((s) => [s.start, s.end, s.kind])).toEqual([
+      [10, 15, 'exact'],
+      [15, 17, 'exact'],
+      [17, 19, 'exact'],
+      [19, 22, 'exact'],
+    ]);
   });
 
   it('puts a sampled EOS past the end as a zero-width extra', () => {
@@ -43,7 +49,10 @@ describe('alignTokens', () => {
     const completion = 'ab€ x = 1';
     const { spans, exact } = alignTokens(['ab\uFFFD', '\uFFFD\uFFFD x', ' =', ' 1'], completion);
     expect(exact).toBe(false);
-    expect(spans.slice(0, 2).map((s) => [s.start, s.end, s.kind, s.group])).toEqual([[0, 5, 'approx', 0], [0, 5, 'approx', 0]]);
+    expect(spans.slice(0, 2).map((s) => [s.start, s.end, s.kind, s.group])).toEqual([
+      [0, 5, 'approx', 0],
+      [0, 5, 'approx', 0],
+    ]);
     expect(texts(completion, spans.slice(2))).toEqual([' =', ' 1']);
   });
 
@@ -62,7 +71,7 @@ describe('alignTokens', () => {
     expect(alignTokens([], 'abc').exact).toBe(false);
   });
 
-  it('aligns a real tokenizer\'s per-token decodes of code with non-ASCII text', () => {
+  it("aligns a real tokenizer's per-token decodes of code with non-ASCII text", () => {
     const corpus = ['function f(a) {\n  return a + 1;\n}\n', 'const s = "héllo €";\n', 'let x = 2;\n'];
     const tok: Tokenizer = trainTokenizer(corpus, { vocabSize: 300 });
     const completion = '  return "€ é 😀" + a;\n}\n';
@@ -82,7 +91,8 @@ describe('alignTokens', () => {
       expect(c).toBe(5 + completion.length);
       for (const [i, s] of spans.entries()) if (s.kind === 'exact') expect(completion.slice(s.start - 5, s.end - 5)).toBe(tokens[i]);
       // each approx group is exactly one character's bytes
-      for (const [i, s] of spans.entries()) if (s.kind === 'approx' && s.group === i) expect(/^\S$/u.test(completion.slice(s.start - 5, s.end - 5))).toBe(true);
+      for (const [i, s] of spans.entries())
+        if (s.kind === 'approx' && s.group === i) expect(/^\S$/u.test(completion.slice(s.start - 5, s.end - 5))).toBe(true);
     }
   });
 });
@@ -155,7 +165,18 @@ describe('token values and hover', () => {
 
   it('collects every number of a token', () => {
     const t = tokenInfo(record, 1);
-    expect(t).toMatchObject({ index: 1, text: ' `x`', id: 301, logprob: -2, entropy: 2, refLogprob: -1.5, value: 0.2, advantage: -1, rawAdvantage: -2, return: 0.5 });
+    expect(t).toMatchObject({
+      index: 1,
+      text: ' `x`',
+      id: 301,
+      logprob: -2,
+      entropy: 2,
+      refLogprob: -1.5,
+      value: 0.2,
+      advantage: -1,
+      rawAdvantage: -2,
+      return: 0.5,
+    });
     expect(t.prob).toBeCloseTo(Math.exp(-2), 12);
     expect(tokenInfo(record, 7)).toMatchObject({ text: '', id: null, logprob: null, prob: null });
   });

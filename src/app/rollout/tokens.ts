@@ -119,13 +119,16 @@ function confirms(tokens: readonly string[], completion: string, k: number, p: n
 // Per-token values and the heatmap's buckets
 
 /** The per-token arrays of a rollout record the view reads. */
-export type TokenArrays = Pick<RolloutRecord, 'tokens' | 'ids' | 'logprobs' | 'entropies' | 'ref_logprobs' | 'values' | 'advantages' | 'returns' | 'raw_advantages'>;
+export type TokenArrays = Pick<
+  RolloutRecord,
+  'tokens' | 'ids' | 'logprobs' | 'entropies' | 'ref_logprobs' | 'values' | 'advantages' | 'returns' | 'raw_advantages'
+>;
 
 export type HeatScale = 'logprob' | 'advantage' | 'kl' | 'entropy';
 
 export const HEAT_SCALES: readonly { id: HeatScale; label: string; help: string }[] = [
   { id: 'logprob', label: 'log-prob', help: 'log-probability of the sampled token under the sampling policy (0 best; red: unlikely)' },
-  { id: 'advantage', label: 'advantage', help: 'the token\'s (whitened) advantage: red below 0, green above' },
+  { id: 'advantage', label: 'advantage', help: "the token's (whitened) advantage: red below 0, green above" },
   { id: 'kl', label: 'KL', help: 'per-token KL estimate log-prob − reference log-prob: blue below 0, orange above' },
   { id: 'entropy', label: 'entropy', help: 'entropy of the policy at the token, nats (darker: less certain)' },
 ];
@@ -253,7 +256,10 @@ export function tokenHover(t: TokenInfo, note?: string): string {
     ['ref log-prob', fmtNum(t.refLogprob)],
     ['KL (log-prob − ref)', fmtNum(t.kl)],
     ['value', fmtNum(t.value)],
-    ['advantage', `${fmtNum(t.advantage)}${t.rawAdvantage !== null && t.rawAdvantage !== t.advantage ? ` (before whitening ${fmtNum(t.rawAdvantage)})` : ''}`],
+    [
+      'advantage',
+      `${fmtNum(t.advantage)}${t.rawAdvantage !== null && t.rawAdvantage !== t.advantage ? ` (before whitening ${fmtNum(t.rawAdvantage)})` : ''}`,
+    ],
     ['return', fmtNum(t.return)],
   ];
   const head = `**token ${t.index}** ${codeSpan(t.text)}${t.id === null ? '' : ` · id ${t.id}`}`;

@@ -35,16 +35,32 @@ export function ReferencePicker({ preset, overrides, cfg, onOverrides, disabled 
     <fieldset className="exp-suite exp-reference" data-testid="exp-reference" data-source={named ? 'onnx' : 'sft'} disabled={off}>
       <legend>KL reference</legend>
       <label htmlFor={`${id}-ref`}>Frozen model the KL penalty compares the policy to</label>{' '}
-      <select id={`${id}-ref`} value={choice.value} onChange={(e) => choose(e.target.value)} aria-describedby={`${id}-info`} data-testid="exp-reference-select">
-        {choice.options.map((o) => <option key={o.value} value={o.value}>{o.label}</option>)}
+      <select
+        id={`${id}-ref`}
+        value={choice.value}
+        onChange={(e) => choose(e.target.value)}
+        aria-describedby={`${id}-info`}
+        data-testid="exp-reference-select"
+      >
+        {choice.options.map((o) => (
+          <option key={o.value} value={o.value}>
+            {o.label}
+          </option>
+        ))}
       </select>
-      <p id={`${id}-info`} className="hint" data-testid="exp-reference-info" data-name={named?.name ?? ''} data-sha256={named?.sha256 ?? ''}>
+      <p
+        id={`${id}-info`}
+        className="hint"
+        data-testid="exp-reference-info"
+        data-name={named?.name ?? ''}
+        data-sha256={named?.sha256 ?? ''}
+      >
         {choice.detail}
       </p>
       {models.length === 0 && (
         <p className="hint" data-testid="exp-reference-none">
-          No ONNX model is imported. To use one, export a checkpoint as ONNX in the Checkpoints panel (the model and its tokenizer
-          file), then load both there under <em>Import ONNX model</em>.
+          No ONNX model is imported. To use one, export a checkpoint as ONNX in the Checkpoints panel (the model and its tokenizer file),
+          then load both there under <em>Import ONNX model</em>.
         </p>
       )}
     </fieldset>

@@ -51,7 +51,11 @@ export function SettingsForm({ preset, overrides, onOverrides, configError, disa
 
   if (!cfg) return null;
   if (!over) {
-    return <p className="hint" data-testid="exp-form-blocked">The settings form needs valid JSON overrides (an object); fix them below.</p>;
+    return (
+      <p className="hint" data-testid="exp-form-blocked">
+        The settings form needs valid JSON overrides (an object); fix them below.
+      </p>
+    );
   }
 
   const drop = (f: Field): void => setDrafts(({ [f.path]: _gone, ...rest }) => rest);
@@ -76,11 +80,15 @@ export function SettingsForm({ preset, overrides, onOverrides, configError, disa
         const changed = s.fields.filter((f) => getPath(over, f.path) !== undefined).length;
         const bad = s.fields.some((f) => drafts[f.path]?.error || errorField === f);
         return (
-          <details key={s.id} open={bad || opened[s.id] === true} data-testid={`exp-section-${s.id}`}
+          <details
+            key={s.id}
+            open={bad || opened[s.id] === true}
+            data-testid={`exp-section-${s.id}`}
             onToggle={(e) => {
               const open = e.currentTarget.open;
               setOpened((o) => (o[s.id] === open ? o : { ...o, [s.id]: open }));
-            }}>
+            }}
+          >
             <summary>
               {s.title}
               {changed > 0 && <span className="hint"> · {changed} changed</span>}
@@ -108,20 +116,48 @@ export function SettingsForm({ preset, overrides, onOverrides, configError, disa
                       <input type="checkbox" checked={value === true} onChange={(e) => commit(f, e.target.checked)} {...common} />
                     ) : f.kind === 'enum' ? (
                       <select value={String(value)} onChange={(e) => commit(f, e.target.value)} {...common}>
-                        {f.values!.map((v) => <option key={v} value={v}>{v}</option>)}
+                        {f.values!.map((v) => (
+                          <option key={v} value={v}>
+                            {v}
+                          </option>
+                        ))}
                       </select>
                     ) : (
-                      <input type="text" inputMode="decimal" spellCheck={false} value={draft?.text ?? String(value)}
-                        onChange={(e) => edit(f, e.target.value)} onBlur={() => blur(f)} {...common} />
+                      <input
+                        type="text"
+                        inputMode="decimal"
+                        spellCheck={false}
+                        value={draft?.text ?? String(value)}
+                        onChange={(e) => edit(f, e.target.value)}
+                        onBlur={() => blur(f)}
+                        {...common}
+                      />
                     )}
-                    {(isChanged || f.hint) && <span className="exp-field-note">
-                      {isChanged && (
-                        <button type="button" className="link" disabled={disabled} aria-label={`Reset ${f.label} to the preset's ${String(getPath(effective(preset, {}), f.path))}`}
-                          onClick={() => commit(f, getPath(effective(preset, {}), f.path))}>reset</button>
-                      )}{' '}
-                      {f.hint && <span id={`${fid}-hint`} className="hint">{f.hint}</span>}
-                    </span>}
-                    {error && <p id={`${fid}-error`} className="field-error" role="alert" data-testid={`exp-field-error-${f.path}`}>{error}</p>}
+                    {(isChanged || f.hint) && (
+                      <span className="exp-field-note">
+                        {isChanged && (
+                          <button
+                            type="button"
+                            className="link"
+                            disabled={disabled}
+                            aria-label={`Reset ${f.label} to the preset's ${String(getPath(effective(preset, {}), f.path))}`}
+                            onClick={() => commit(f, getPath(effective(preset, {}), f.path))}
+                          >
+                            reset
+                          </button>
+                        )}{' '}
+                        {f.hint && (
+                          <span id={`${fid}-hint`} className="hint">
+                            {f.hint}
+                          </span>
+                        )}
+                      </span>
+                    )}
+                    {error && (
+                      <p id={`${fid}-error`} className="field-error" role="alert" data-testid={`exp-field-error-${f.path}`}>
+                        {error}
+                      </p>
+                    )}
                   </div>
                 );
               })}

@@ -54,7 +54,7 @@ export function SuitePicker({ preset, overrides, cfg, onOverrides, suiteText, on
     setPath('tasks.suite', undefined);
   };
   /** reads and checks a suite named `name`; a good one becomes the run's tasks */
-  const use = async (name: string, read: () => Promise<Uint8Array>): Promise<void> => {
+  const load = async (name: string, read: () => Promise<Uint8Array>): Promise<void> => {
     const my = ++seq.current;
     setError(null);
     setReading(true);
@@ -70,8 +70,8 @@ export function SuitePicker({ preset, overrides, cfg, onOverrides, suiteText, on
       if (my === seq.current) setReading(false);
     }
   };
-  const open = (file: File): Promise<void> => use(file.name, async () => new Uint8Array(await file.arrayBuffer()));
-  const choose = (s: BuiltinSuite): Promise<void> => use(s.file, () => fetchBuiltinSuite(s));
+  const open = (file: File): Promise<void> => load(file.name, async () => new Uint8Array(await file.arrayBuffer()));
+  const choose = (s: BuiltinSuite): Promise<void> => load(s.file, () => fetchBuiltinSuite(s));
 
   // a built-in suite named without its text (a stored run's settings): fetch it, if it is still the same file
   const wantSha = benchmark && suiteText === null ? ref!.sha256 : null;
@@ -94,7 +94,13 @@ export function SuitePicker({ preset, overrides, cfg, onOverrides, suiteText, on
   };
 
   return (
-    <fieldset className="exp-suite" data-testid="exp-suite" data-source={ref ? (benchmark ? 'benchmark' : 'file') : 'builtin'} data-suite={benchmark?.name} disabled={off}>
+    <fieldset
+      className="exp-suite"
+      data-testid="exp-suite"
+      data-source={ref ? (benchmark ? 'benchmark' : 'file') : 'builtin'}
+      data-suite={benchmark?.name}
+      disabled={off}
+    >
       <legend>Tasks</legend>
       <label>
         <input type="radio" name={`${id}-src`} checked={!ref} onChange={builtIn} data-testid="exp-suite-builtin" /> Built-in families
@@ -103,46 +109,81 @@ export function SuitePicker({ preset, overrides, cfg, onOverrides, suiteText, on
         <div className="exp-families" role="group" aria-label="Task families">
           {FAMILIES.map((f) => (
             <label key={f} title={FAMILY_DOC[f]}>
-              <input type="checkbox" checked={families.includes(f)} onChange={(e) => toggle(f, e.target.checked)} data-testid={`exp-family-${f}`} /> {f}
+              <input
+                type="checkbox"
+                checked={families.includes(f)}
+                onChange={(e) => toggle(f, e.target.checked)}
+                data-testid={`exp-family-${f}`}
+              />{' '}
+              {f}
             </label>
           ))}
-          {getPath(overrides, 'tasks.families') !== undefined && families.length === 0 && <p className="field-error" role="alert">Pick at least one family.</p>}
+          {getPath(overrides, 'tasks.families') !== undefined && families.length === 0 && (
+            <p className="field-error" role="alert">
+              Pick at least one family.
+            </p>
+          )}
         </div>
       )}
       <div className="exp-benchmarks" role="group" aria-label="Built-in benchmark suites">
         {BUILTIN_SUITES.map((s) => (
           <label key={s.name} title={`${s.description} (${s.source})`}>
-            <input type="radio" name={`${id}-src`} checked={benchmark === s} onChange={() => void choose(s)} data-testid={`exp-suite-${s.name}`} /> {builtinSuiteLabel(s)}
+            <input
+              type="radio"
+              name={`${id}-src`}
+              checked={benchmark === s}
+              onChange={() => void choose(s)}
+              data-testid={`exp-suite-${s.name}`}
+            />{' '}
+            {builtinSuiteLabel(s)}
           </label>
         ))}
       </div>
       <label htmlFor={`${id}-file`}>
         <input type="radio" name={`${id}-src`} checked={!!ref && !benchmark} readOnly tabIndex={-1} aria-hidden /> A suite file:
       </label>{' '}
-      <input id={`${id}-file`} type="file" accept=".jsonl,.json,.gz,application/gzip" aria-label="Open a suite file (JSONL)" data-testid="exp-suite-file"
+      <input
+        id={`${id}-file`}
+        type="file"
+        accept=".jsonl,.json,.gz,application/gzip"
+        aria-label="Open a suite file (JSONL)"
+        data-testid="exp-suite-file"
         aria-describedby={error ? `${id}-error` : `${id}-help`}
         onChange={(e) => {
           const input = e.currentTarget;
           const file = input.files?.[0];
           if (file) void open(file).finally(() => (input.value = ''));
-        }} />
+        }}
+      />
       {reading && <span className="hint"> reading…</span>}
       <p id={`${id}-help`} className="hint" data-testid="exp-suite-info">
         {benchmark && ref ? (
           <>
-            <strong>{benchmark.title}</strong> ({benchmark.file}, shipped with the app): {ref.tasks} {benchmark.language} tasks, split by task into train (those with a solution), RL and held-out;
-            {suiteText === null ? ' its text is kept in the run directory (choose it again for a new run).' : ' kept in the run directory on Start.'}
+            <strong>{benchmark.title}</strong> ({benchmark.file}, shipped with the app): {ref.tasks} {benchmark.language} tasks, split by
+            task into train (those with a solution), RL and held-out;
+            {suiteText === null
+              ? ' its text is kept in the run directory (choose it again for a new run).'
+              : ' kept in the run directory on Start.'}
           </>
         ) : ref ? (
           <>
             <strong>{ref.name}</strong>: {ref.tasks} tasks, split by task into train (those with a solution), RL and held-out;
-            {suiteText === null ? ' its text is kept in the run directory (open it again for a new run).' : ' kept in the run directory on Start.'}
+            {suiteText === null
+              ? ' its text is kept in the run directory (open it again for a new run).'
+              : ' kept in the run directory on Start.'}
           </>
         ) : (
-          <>JSONL with task_id, language, prompt, entry_point, tests and, for SFT, canonical_solution (the scorer's format; the lab's exported splits load as they are).</>
+          <>
+            JSONL with task_id, language, prompt, entry_point, tests and, for SFT, canonical_solution (the scorer's format; the lab's
+            exported splits load as they are).
+          </>
         )}
       </p>
-      {error && <p id={`${id}-error`} className="field-error" role="alert" data-testid="exp-suite-error">{error}</p>}
+      {error && (
+        <p id={`${id}-error`} className="field-error" role="alert" data-testid="exp-suite-error">
+          {error}
+        </p>
+      )}
     </fieldset>
   );
 }

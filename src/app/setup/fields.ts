@@ -56,7 +56,13 @@ export const SECTIONS: Section[] = [
     title: 'Reward model',
     fields: [
       { path: 'rm.enabled', label: 'Train a reward model', kind: 'bool' },
-      { path: 'rm.objective', label: 'Objective', kind: 'enum', values: ['bt', 'regression'], hint: 'pairwise Bradley-Terry, or regression on the pass fraction' },
+      {
+        path: 'rm.objective',
+        label: 'Objective',
+        kind: 'enum',
+        values: ['bt', 'regression'],
+        hint: 'pairwise Bradley-Terry, or regression on the pass fraction',
+      },
       { path: 'rm.samplesPerTask', label: 'Samples per task', kind: 'int' },
       { path: 'rm.steps', label: 'Steps', kind: 'int' },
       { path: 'rm.weight', label: 'Weight in the PPO reward', kind: 'num' },
@@ -151,7 +157,8 @@ export function withOverride(overrides: unknown, preset: string, path: string, v
 
 /** A field's text as a value, or why it is none. */
 export function parseField(f: Field, text: string): { value: number | string; error: null } | { value: null; error: string } {
-  if (f.kind === 'enum') return f.values?.includes(text) ? { value: text, error: null } : { value: null, error: `must be one of ${f.values?.join(', ')}` };
+  if (f.kind === 'enum')
+    return f.values?.includes(text) ? { value: text, error: null } : { value: null, error: `must be one of ${f.values?.join(', ')}` };
   const t = text.trim();
   if (t === '') return { value: null, error: 'required' };
   const v = Number(t);

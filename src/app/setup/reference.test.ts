@@ -5,7 +5,12 @@ import { referenceChoice, referenceFor, SFT_REFERENCE, STORED_REFERENCE, storedR
 
 const sha = (c: string) => c.repeat(64);
 const model = (name: string, s: string): OnnxModelEntry => ({
-  name, bytes: new Uint8Array(1), tokenizerText: '{}', contextLength: 96, vocabSize: 320, ref: { name, sha256: sha(s) },
+  name,
+  bytes: new Uint8Array(1),
+  tokenizerText: '{}',
+  contextLength: 96,
+  vocabSize: 320,
+  ref: { name, sha256: sha(s) },
 });
 const A = model('a.onnx', 'a');
 const B = model('b.onnx', 'b');
@@ -13,7 +18,11 @@ const B = model('b.onnx', 'b');
 describe('the KL reference choice', () => {
   test('the SFT policy when the config names none, with every imported model offered', () => {
     const c = referenceChoice(undefined, [A, B]);
-    expect(c.options.map((o) => [o.value, o.label])).toEqual([[SFT_REFERENCE, 'SFT policy (default)'], ['onnx:a.onnx', 'ONNX: a.onnx'], ['onnx:b.onnx', 'ONNX: b.onnx']]);
+    expect(c.options.map((o) => [o.value, o.label])).toEqual([
+      [SFT_REFERENCE, 'SFT policy (default)'],
+      ['onnx:a.onnx', 'ONNX: a.onnx'],
+      ['onnx:b.onnx', 'ONNX: b.onnx'],
+    ]);
     expect(c.value).toBe(SFT_REFERENCE);
     expect(referenceChoice(undefined, []).options).toHaveLength(1);
   });
@@ -32,19 +41,31 @@ describe('the KL reference choice', () => {
     const c = referenceChoice(named, [A]);
     expect(c.value).toBe(STORED_REFERENCE);
     expect(c.options.at(-1)).toEqual({ value: STORED_REFERENCE, label: 'ONNX: gone.onnx (not imported)' });
-    expect(c.detail).toMatch(/^gone\.onnx \(SHA-256 dddddddddddd…\) is not imported in this page: a run that kept it in its run directory resumes with it/);
+    expect(c.detail).toMatch(
+      /^gone\.onnx \(SHA-256 dddddddddddd…\) is not imported in this page: a run that kept it in its run directory resumes with it/,
+    );
     expect(referenceFor(STORED_REFERENCE, [A], named)).toBe(named);
   });
 
-  test('a choice becomes config.rl.reference: none for the SFT policy, the model\'s record otherwise', () => {
+  test("a choice becomes config.rl.reference: none for the SFT policy, the model's record otherwise", () => {
     expect(referenceFor(SFT_REFERENCE, [A, B], A.ref)).toBeUndefined();
     expect(referenceFor('onnx:a.onnx', [A, B], undefined)).toEqual({ name: 'a.onnx', sha256: sha('a') });
     expect(() => referenceFor('onnx:zzz.onnx', [A], undefined)).toThrow(/no imported ONNX model is offered as "onnx:zzz\.onnx"/);
   });
 
   test('a stored config is read as it is: missing fields or a malformed reference mean the SFT policy', () => {
-    expect(storedReference({ seed: 1, cfg: { preset: 'tiny', rl: { reference: { name: 'a.onnx', sha256: sha('a') } } } })).toEqual({ name: 'a.onnx', sha256: sha('a') });
-    for (const config of [null, {}, { cfg: { preset: 'tiny' } }, { cfg: { rl: {} } }, { cfg: { rl: { reference: 'a.onnx' } } }, { cfg: { rl: { reference: { name: 1, sha256: 'x' } } } }]) {
+    expect(storedReference({ seed: 1, cfg: { preset: 'tiny', rl: { reference: { name: 'a.onnx', sha256: sha('a') } } } })).toEqual({
+      name: 'a.onnx',
+      sha256: sha('a'),
+    });
+    for (const config of [
+      null,
+      {},
+      { cfg: { preset: 'tiny' } },
+      { cfg: { rl: {} } },
+      { cfg: { rl: { reference: 'a.onnx' } } },
+      { cfg: { rl: { reference: { name: 1, sha256: 'x' } } } },
+    ]) {
       expect(storedReference(config), JSON.stringify(config)).toBeNull();
     }
   });

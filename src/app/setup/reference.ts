@@ -24,8 +24,12 @@ export interface ReferenceChoice {
 
 /** The select's options and current value for the config's reference `named` and the imported models. */
 export function referenceChoice(named: ReferenceRef | undefined, models: readonly OnnxModelEntry[]): ReferenceChoice {
-  const options = [{ value: SFT_REFERENCE, label: 'SFT policy (default)' }, ...models.map((m) => ({ value: onnxValue(m), label: `ONNX: ${m.name}` }))];
-  if (!named) return { options, value: SFT_REFERENCE, detail: 'The frozen SFT checkpoint of the run, as coderl train uses without --reference.' };
+  const options = [
+    { value: SFT_REFERENCE, label: 'SFT policy (default)' },
+    ...models.map((m) => ({ value: onnxValue(m), label: `ONNX: ${m.name}` })),
+  ];
+  if (!named)
+    return { options, value: SFT_REFERENCE, detail: 'The frozen SFT checkpoint of the run, as coderl train uses without --reference.' };
   const m = importedReference(named, models);
   if (m) {
     return {
@@ -33,7 +37,7 @@ export function referenceChoice(named: ReferenceRef | undefined, models: readonl
       value: onnxValue(m),
       detail:
         `${describeReference(named)}: vocabulary ${m.vocabSize}, context ${m.contextLength}. It runs in onnxruntime-web (wasm) in the run's worker, ` +
-        'must use the run\'s tokenizer (the same preset, seed and tasks, e.g. an export of this run\'s own SFT checkpoint), and is kept in the run directory on Start.',
+        "must use the run's tokenizer (the same preset, seed and tasks, e.g. an export of this run's own SFT checkpoint), and is kept in the run directory on Start.",
     };
   }
   return {
@@ -44,7 +48,11 @@ export function referenceChoice(named: ReferenceRef | undefined, models: readonl
 }
 
 /** config.rl.reference for a select value: undefined for the SFT policy, the model's record for an imported one, `current` for the stored one. */
-export function referenceFor(value: string, models: readonly OnnxModelEntry[], current: ReferenceRef | undefined): ReferenceRef | undefined {
+export function referenceFor(
+  value: string,
+  models: readonly OnnxModelEntry[],
+  current: ReferenceRef | undefined,
+): ReferenceRef | undefined {
   if (value === SFT_REFERENCE) return undefined;
   if (value === STORED_REFERENCE) return current;
   const m = models.find((x) => onnxValue(x) === value);

@@ -35,7 +35,7 @@ export const benchCommand: Command = {
     '            (warm-up excluded, medians), with ours/theirs ratios (goal 1.5x). In Node ORT runs on',
     '            its wasm backend only (its webgpu provider needs a browser): ours (WebGPU) vs ORT wasm.',
     '            --browser races in the app instead (Benchmarks panel, "ONNX race": ours, ORT webgpu and',
-    '            ORT wasm in one page): it serves dist/ (npm run build first) and drives Debian\'s',
+    "            ORT wasm in one page): it serves dist/ (npm run build first) and drives Debian's",
     '            Chromium headless with WebGPU (playwright-core; CHROMIUM_PATH to override).',
   ].join('\n'),
   options: {
@@ -44,7 +44,11 @@ export const benchCommand: Command = {
     sizes: { type: 'string', value: 'N,N', description: 'engine: matmul sizes n, comma-separated (default 256,512,1024,2048)' },
     reps: { type: 'string', value: 'N', description: 'engine: timed repetitions per matmul (median reported)' },
     steps: { type: 'string', value: 'N', description: 'engine: timed training steps' },
-    preset: { type: 'string', value: 'P', description: `engine: model of the training-step figure; onnx: the raced model (${Object.keys(MODEL_PRESETS).join(', ')}; default tiny)` },
+    preset: {
+      type: 'string',
+      value: 'P',
+      description: `engine: model of the training-step figure; onnx: the raced model (${Object.keys(MODEL_PRESETS).join(', ')}; default tiny)`,
+    },
     swiftshader: { type: 'boolean', description: 'use SwiftShader even if a hardware adapter exists' },
     browser: { type: 'boolean', description: 'onnx: race in headless Chromium (ORT webgpu and wasm) on the built app' },
   },
@@ -64,12 +68,16 @@ export const benchCommand: Command = {
     }
     if (suite !== 'engine') {
       for (const k of suite === 'onnx' ? (['sizes', 'steps'] as const) : (['sizes', 'reps', 'steps', 'preset'] as const)) {
-        if (options[k] !== undefined) throw new UsageError(`coderl bench: --${k} applies to the ${k === 'sizes' || k === 'steps' ? 'engine suite' : 'engine and onnx suites'} only`);
+        if (options[k] !== undefined)
+          throw new UsageError(
+            `coderl bench: --${k} applies to the ${k === 'sizes' || k === 'steps' ? 'engine suite' : 'engine and onnx suites'} only`,
+          );
       }
     }
     if (options.browser !== undefined && suite !== 'onnx') throw new UsageError('coderl bench: --browser applies to the onnx suite only');
     if (suite === 'onnx' && options.browser === true) {
-      if (options.reps !== undefined || options.quick !== undefined || options.swiftshader !== undefined) throw new UsageError('coderl bench onnx --browser: the page runs its own settings; --preset and --json only');
+      if (options.reps !== undefined || options.quick !== undefined || options.swiftshader !== undefined)
+        throw new UsageError('coderl bench onnx --browser: the page runs its own settings; --preset and --json only');
       const t0 = performance.now();
       const say = (m: string): void => io.err(`coderl bench onnx: ${m} (${((performance.now() - t0) / 1000).toFixed(1)} s)`);
       const preset = raceOptions(options).preset;
@@ -128,7 +136,7 @@ async function runRace(rt: GpuRuntime, provider: GpuProvider, opts: OnnxRaceOpti
   const t0 = performance.now();
   const say = (m: string): void => io.err(`coderl bench onnx: ${m} (${((performance.now() - t0) / 1000).toFixed(1)} s)`);
   for (const note of provider.notes) io.err(`coderl bench onnx: note: ${note}`);
-  say('ORT webgpu runs in a browser only: this is ours (WebGPU) vs ORT wasm; the app\'s Benchmarks panel races ORT webgpu too');
+  say("ORT webgpu runs in a browser only: this is ours (WebGPU) vs ORT wasm; the app's Benchmarks panel races ORT webgpu too");
   const r = await benchOnnxRace(rt, [{ name: 'ORT wasm', ort: await loadNodeOrt() }], opts, say);
   say('done');
   const a = rt.adapterSummary;
@@ -141,7 +149,8 @@ async function runRace(rt: GpuRuntime, provider: GpuProvider, opts: OnnxRaceOpti
 function raceOptions(options: Options): OnnxRaceOptions {
   const o: OnnxRaceOptions = { ...(options.quick ? ONNX_RACE_QUICK : ONNX_RACE_DEFAULTS) };
   if (typeof options.preset === 'string') {
-    if (!Object.hasOwn(MODEL_PRESETS, options.preset)) throw new UsageError(`coderl bench: --preset must be one of ${Object.keys(MODEL_PRESETS).join(', ')}, got '${options.preset}'`);
+    if (!Object.hasOwn(MODEL_PRESETS, options.preset))
+      throw new UsageError(`coderl bench: --preset must be one of ${Object.keys(MODEL_PRESETS).join(', ')}, got '${options.preset}'`);
     o.preset = options.preset as RacePreset;
   }
   if (typeof options.reps === 'string') o.reps = positiveInt(options.reps, '--reps', 1000);
@@ -156,7 +165,8 @@ function engineOptions(options: Options): EngineBenchOptions {
   if (typeof options.reps === 'string') o.reps = positiveInt(options.reps, '--reps', 1000);
   if (typeof options.steps === 'string') o.train.steps = positiveInt(options.steps, '--steps', 1000);
   if (typeof options.preset === 'string') {
-    if (!Object.hasOwn(MODEL_PRESETS, options.preset)) throw new UsageError(`coderl bench: --preset must be one of ${Object.keys(MODEL_PRESETS).join(', ')}, got '${options.preset}'`);
+    if (!Object.hasOwn(MODEL_PRESETS, options.preset))
+      throw new UsageError(`coderl bench: --preset must be one of ${Object.keys(MODEL_PRESETS).join(', ')}, got '${options.preset}'`);
     o.train.preset = options.preset as keyof typeof MODEL_PRESETS;
   }
   return o;

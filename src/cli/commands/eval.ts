@@ -20,13 +20,13 @@ export const evalCommand: Command = {
   summary: 'HumanEval-style pass@k of a checkpoint on a suite',
   usage: 'coderl eval --suite S --checkpoint C [--k 1,5,10] [--samples N] [--temperature T] [--backend cpu|webgpu] [--out R]',
   description: [
-    'Samples N completions per task (default: the largest k) from the checkpoint\'s policy, runs them in',
+    "Samples N completions per task (default: the largest k) from the checkpoint's policy, runs them in",
     'the sandbox pool and prints the unbiased pass@k estimate (Chen et al. 2021) averaged over tasks,',
     'per task family when the suite has them. The checkpoint must carry its tokenizer (coderl train',
-    'writes sft.ckpt and policy.ckpt that way). --out writes one scored record per sample, with its\ncompletion text and why generation stopped. --suite takes a file or a built-in suite\'s name (coderl suites).',
+    "writes sft.ckpt and policy.ckpt that way). --out writes one scored record per sample, with its\ncompletion text and why generation stopped. --suite takes a file or a built-in suite's name (coderl suites).",
   ].join('\n'),
   options: {
-    suite: { type: 'string', description: 'suite JSONL (plain or .gz), or a built-in suite\'s name', value: 'S' },
+    suite: { type: 'string', description: "suite JSONL (plain or .gz), or a built-in suite's name", value: 'S' },
     checkpoint: { type: 'string', description: 'model checkpoint with its tokenizer', value: 'C' },
     k: { type: 'string', description: 'comma-separated k values (default 1,5,10)', value: 'K' },
     samples: { type: 'string', description: 'samples per task (default: the largest k)', value: 'N' },
@@ -48,12 +48,16 @@ export const evalCommand: Command = {
     if (typeof ckptPath !== 'string') throw new UsageError('coderl eval: --checkpoint C is required');
     const kText = typeof options.k === 'string' ? options.k : '1,5,10';
     const ks = kText.split(',').map((x) => Number(x.trim()));
-    if (ks.some((k) => !Number.isInteger(k) || k < 1)) throw new UsageError(`coderl eval: --k must be comma-separated positive integers, got '${kText}'`);
+    if (ks.some((k) => !Number.isInteger(k) || k < 1))
+      throw new UsageError(`coderl eval: --k must be comma-separated positive integers, got '${kText}'`);
     const samples = intOption('eval', options, 'samples', 1) ?? Math.max(...ks);
-    if (Math.max(...ks) > samples) throw new UsageError(`coderl eval: k = ${Math.max(...ks)} needs at least that many --samples (got ${samples})`);
+    if (Math.max(...ks) > samples)
+      throw new UsageError(`coderl eval: k = ${Math.max(...ks)} needs at least that many --samples (got ${samples})`);
     const temperature = options.temperature === undefined ? 1 : Number(options.temperature);
-    if (!(temperature >= 0 && temperature <= 10)) throw new UsageError(`coderl eval: --temperature must be a number in [0, 10], got '${String(options.temperature)}'`);
-    if (temperature === 0 && samples > 1) throw new UsageError('coderl eval: --temperature 0 (greedy) gives the same sample every time; use --samples 1');
+    if (!(temperature >= 0 && temperature <= 10))
+      throw new UsageError(`coderl eval: --temperature must be a number in [0, 10], got '${String(options.temperature)}'`);
+    if (temperature === 0 && samples > 1)
+      throw new UsageError('coderl eval: --temperature 0 (greedy) gives the same sample every time; use --samples 1');
     const seed = intOption('eval', options, 'seed', 0) ?? EVAL_DEFAULTS.seed;
     const backend = backendOption('eval', options.backend);
     const workers = intOption('eval', options, 'workers', 1) ?? phasedPoolSize();
@@ -69,8 +73,10 @@ export const evalCommand: Command = {
     const tok = Tokenizer.fromJSON(snap.tokenizer);
     const maxNew = intOption('eval', options, 'max-new-tokens', 1) ?? EVAL_DEFAULTS.maxNewTokens;
     const plan = planEval(tok, snap.config.contextLength, suite.items, maxNew);
-    for (const u of plan.unfit) io.err(`coderl eval: task ${u.task.task_id}: ${unfitMessage(u, snap.config.contextLength)}; it is left out of pass@k`);
-    if (!plan.fit.length) throw new UsageError(`coderl eval: no prompt of ${suiteArg.label} fits the model's context of ${snap.config.contextLength} tokens`);
+    for (const u of plan.unfit)
+      io.err(`coderl eval: task ${u.task.task_id}: ${unfitMessage(u, snap.config.contextLength)}; it is left out of pass@k`);
+    if (!plan.fit.length)
+      throw new UsageError(`coderl eval: no prompt of ${suiteArg.label} fits the model's context of ${snap.config.contextLength} tokens`);
 
     let rt: GpuRuntime | null = null;
     if (backend === 'webgpu') rt = await GpuRuntime.create(await nodeProvider());
@@ -81,10 +87,14 @@ export const evalCommand: Command = {
       const r = await evalSuite(policy, tok, suite.items, { samples, k: ks, temperature, maxNewTokens: maxNew, seed }, { pool, analyzer });
       if (typeof options.out === 'string') {
         // records and rollouts are in the same order: each record gets the completion it scored
-        const lines = r.records.map((x, i) => JSON.stringify({ ...x, completion: r.rollouts[i]!.completion, finish: r.rollouts[i]!.finish }));
+        const lines = r.records.map((x, i) =>
+          JSON.stringify({ ...x, completion: r.rollouts[i]!.completion, finish: r.rollouts[i]!.finish }),
+        );
         await writeFile(options.out, lines.join('\n') + '\n');
       }
-      io.out(`suite: ${suiteArg.label} (${r.tasks} tasks), ${samples} samples per task at temperature ${temperature}, ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+      io.out(
+        `suite: ${suiteArg.label} (${r.tasks} tasks), ${samples} samples per task at temperature ${temperature}, ${((performance.now() - t0) / 1000).toFixed(1)} s`,
+      );
       for (const [fam, v] of Object.entries(r.byFamily)) io.out(`  ${fam}: pass@1 ${v.toFixed(4)}`);
       for (const [k, v] of Object.entries(r.passAtK)) io.out(`${k}: ${v.toFixed(4)}`);
       return 0;

@@ -9,10 +9,10 @@ export const gpuInfoCommand: Command = {
   summary: 'print the WebGPU adapter, its features and limits as JSON, and run the self-check',
   usage: 'coderl gpu-info [--skip-self-check] [--compact] [--swiftshader]',
   description: [
-    'Opens a WebGPU device through Dawn (the `webgpu` package) with the adapter\'s own limits, prints',
+    "Opens a WebGPU device through Dawn (the `webgpu` package) with the adapter's own limits, prints",
     'a JSON object {platform, adapter, notes, adapterFeatures, features, adapterLimits, deviceLimits,',
     'selfCheck} and exits 0 when the self-check passes, 1 when it fails or no adapter is found.',
-    'Without a GPU, SwiftShader (from Debian\'s chromium package) is chosen and `notes` says so.',
+    "Without a GPU, SwiftShader (from Debian's chromium package) is chosen and `notes` says so.",
   ].join('\n'),
   options: {
     'skip-self-check': { type: 'boolean', description: 'do not run the self-check kernels' },
@@ -29,7 +29,15 @@ export const gpuInfoCommand: Command = {
       const info = gpuInfo(rt, check);
       io.out(options.compact ? JSON.stringify(info) : JSON.stringify(info, null, 2));
       if (check && !check.ok) {
-        io.err(`coderl gpu-info: self-check FAILED: ${check.error ?? check.checks.filter((c) => !c.ok).map((c) => `${c.name}: ${c.detail}`).join('; ')}`);
+        io.err(
+          `coderl gpu-info: self-check FAILED: ${
+            check.error ??
+            check.checks
+              .filter((c) => !c.ok)
+              .map((c) => `${c.name}: ${c.detail}`)
+              .join('; ')
+          }`,
+        );
         return 1;
       }
       return 0;

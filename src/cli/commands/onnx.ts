@@ -55,7 +55,7 @@ export const onnxCommand: Command = {
     '          pass@k of an imported ONNX causal LM (input_ids -> logits; optional attention_mask,',
     '          position_ids, KV cache, values) on a suite, sampled like `coderl eval`. The tokenizer',
     '          defaults to M.tokenizer.json; --context is needed unless the model is our export. S is a',
-    '          suite file or a built-in suite\'s name (coderl suites).',
+    "          suite file or a built-in suite's name (coderl suites).",
   ].join('\n'),
   options: {
     checkpoint: { type: 'string', description: 'export, parity: model checkpoint', value: 'C' },
@@ -65,8 +65,8 @@ export const onnxCommand: Command = {
     'cpu-only': { type: 'boolean', description: 'parity: skip the WebGPU comparison' },
     model: { type: 'string', description: 'eval: the ONNX model', value: 'M' },
     tokenizer: { type: 'string', description: 'eval: its tokenizer JSON (default: M.tokenizer.json)', value: 'T' },
-    context: { type: 'string', description: 'eval: the model\'s context length (default: from our export metadata)', value: 'N' },
-    suite: { type: 'string', description: 'eval: suite JSONL (plain or .gz), or a built-in suite\'s name', value: 'S' },
+    context: { type: 'string', description: "eval: the model's context length (default: from our export metadata)", value: 'N' },
+    suite: { type: 'string', description: "eval: suite JSONL (plain or .gz), or a built-in suite's name", value: 'S' },
     k: { type: 'string', description: 'eval: comma-separated k values (default 1,5,10)', value: 'K' },
     samples: { type: 'string', description: 'eval: samples per task (default: the largest k)', value: 'N' },
     temperature: { type: 'string', description: 'eval: sampling temperature (default 1)', value: 'T' },
@@ -81,10 +81,14 @@ export const onnxCommand: Command = {
   ],
   async run(options, positionals, io) {
     const sub = positionals[0] as Sub | undefined;
-    if (!sub || !SUBCOMMANDS.includes(sub)) throw new UsageError(`coderl onnx: ${sub ? `unknown subcommand '${sub}'` : 'name a subcommand'}; subcommands: ${SUBCOMMANDS.join(', ')}`);
+    if (!sub || !SUBCOMMANDS.includes(sub))
+      throw new UsageError(
+        `coderl onnx: ${sub ? `unknown subcommand '${sub}'` : 'name a subcommand'}; subcommands: ${SUBCOMMANDS.join(', ')}`,
+      );
     if (positionals.length > 1) throw new UsageError(`coderl onnx ${sub}: unexpected argument '${positionals[1]}'`);
     for (const k of Object.keys(options)) {
-      if (options[k] !== undefined && !ALLOWED[sub].includes(k)) throw new UsageError(`coderl onnx ${sub}: --${k} does not apply (it takes ${ALLOWED[sub].map((x) => `--${x}`).join(', ')})`);
+      if (options[k] !== undefined && !ALLOWED[sub].includes(k))
+        throw new UsageError(`coderl onnx ${sub}: --${k} does not apply (it takes ${ALLOWED[sub].map((x) => `--${x}`).join(', ')})`);
     }
     if (sub === 'export') return runExport(options, io);
     if (sub === 'parity') return runParity(options, io);
@@ -102,7 +106,9 @@ async function runExport(options: Options, io: Io): Promise<number> {
   const bytes = exportOnnx(snap, { kvCache, tokenizerFile: snap.tokenizer ? basename(tokPath) : undefined });
   await writeFile(out, bytes);
   const c = snap.config;
-  io.out(`wrote ${out}: ${(bytes.length / 1024).toFixed(1)} KiB, ${kvCache ? 'with' : 'without'} KV cache (L=${c.nLayer} C=${c.dModel} NH=${c.nHead} V=${c.vocabSize} T<=${c.contextLength})`);
+  io.out(
+    `wrote ${out}: ${(bytes.length / 1024).toFixed(1)} KiB, ${kvCache ? 'with' : 'without'} KV cache (L=${c.nLayer} C=${c.dModel} NH=${c.nHead} V=${c.vocabSize} T<=${c.contextLength})`,
+  );
   if (snap.tokenizer) {
     await writeFile(tokPath, JSON.stringify(snap.tokenizer));
     io.out(`wrote ${tokPath}`);
@@ -140,10 +146,24 @@ async function runParity(options: Options, io: Io): Promise<number> {
   }
   const ok = r.max_rel_diff < PARITY_TOLERANCE;
   if (options.json) {
-    io.out(JSON.stringify({ max_rel_diff: r.max_rel_diff, max_rel_diff_logits: r.max_rel_diff_logits, max_rel_diff_values: r.max_rel_diff_values, tolerance: PARITY_TOLERANCE, ok, B: r.B, T: r.T, checks: r.checks }));
+    io.out(
+      JSON.stringify({
+        max_rel_diff: r.max_rel_diff,
+        max_rel_diff_logits: r.max_rel_diff_logits,
+        max_rel_diff_values: r.max_rel_diff_values,
+        tolerance: PARITY_TOLERANCE,
+        ok,
+        B: r.B,
+        T: r.T,
+        checks: r.checks,
+      }),
+    );
   } else {
-    io.out(`parity of the ONNX export of ${what} in onnxruntime-web (wasm), B=${r.B} T=${r.T}; relative difference |a-b| / max(|b|, rms(b)):`);
-    for (const c of r.checks) io.out(`  ${c.graph.padEnd(10)} vs ${c.engine.padEnd(6)}  logits ${c.logits.toExponential(2)}  values ${c.values.toExponential(2)}`);
+    io.out(
+      `parity of the ONNX export of ${what} in onnxruntime-web (wasm), B=${r.B} T=${r.T}; relative difference |a-b| / max(|b|, rms(b)):`,
+    );
+    for (const c of r.checks)
+      io.out(`  ${c.graph.padEnd(10)} vs ${c.engine.padEnd(6)}  logits ${c.logits.toExponential(2)}  values ${c.values.toExponential(2)}`);
     io.out(`max_rel_diff: ${r.max_rel_diff.toExponential(2)} (${ok ? 'ok' : 'FAIL'}, tolerance ${PARITY_TOLERANCE})`);
   }
   return ok ? 0 : 1;
@@ -155,12 +175,16 @@ async function runEval(options: Options, io: Io): Promise<number> {
   if (typeof options.suite !== 'string') throw new UsageError(`coderl ${cmd}: --suite S is required`);
   const kText = typeof options.k === 'string' ? options.k : '1,5,10';
   const ks = kText.split(',').map((x) => Number(x.trim()));
-  if (ks.some((k) => !Number.isInteger(k) || k < 1)) throw new UsageError(`coderl ${cmd}: --k must be comma-separated positive integers, got '${kText}'`);
+  if (ks.some((k) => !Number.isInteger(k) || k < 1))
+    throw new UsageError(`coderl ${cmd}: --k must be comma-separated positive integers, got '${kText}'`);
   const samples = intOption(cmd, options, 'samples', 1) ?? Math.max(...ks);
-  if (Math.max(...ks) > samples) throw new UsageError(`coderl ${cmd}: k = ${Math.max(...ks)} needs at least that many --samples (got ${samples})`);
+  if (Math.max(...ks) > samples)
+    throw new UsageError(`coderl ${cmd}: k = ${Math.max(...ks)} needs at least that many --samples (got ${samples})`);
   const temperature = options.temperature === undefined ? 1 : Number(options.temperature);
-  if (!(temperature >= 0 && temperature <= 10)) throw new UsageError(`coderl ${cmd}: --temperature must be a number in [0, 10], got '${String(options.temperature)}'`);
-  if (temperature === 0 && samples > 1) throw new UsageError(`coderl ${cmd}: --temperature 0 (greedy) gives the same sample every time; use --samples 1`);
+  if (!(temperature >= 0 && temperature <= 10))
+    throw new UsageError(`coderl ${cmd}: --temperature must be a number in [0, 10], got '${String(options.temperature)}'`);
+  if (temperature === 0 && samples > 1)
+    throw new UsageError(`coderl ${cmd}: --temperature 0 (greedy) gives the same sample every time; use --samples 1`);
   const seed = intOption(cmd, options, 'seed', 0) ?? 1;
   const workers = intOption(cmd, options, 'workers', 1) ?? phasedPoolSize();
   const contextLength = intOption(cmd, options, 'context', 2);
@@ -171,7 +195,11 @@ async function runEval(options: Options, io: Io): Promise<number> {
   const tokText = new TextDecoder().decode(await readInput(cmd, tokPath, 'tokenizer'));
   let imported;
   try {
-    imported = await importOnnxModel(await loadNodeOrt(), modelBytes, tokText, { file: options.model, tokenizerFile: tokPath, contextLength });
+    imported = await importOnnxModel(await loadNodeOrt(), modelBytes, tokText, {
+      file: options.model,
+      tokenizerFile: tokPath,
+      contextLength,
+    });
   } catch (e) {
     if (e instanceof OnnxImportError) {
       io.err(`coderl ${cmd}: ${e.message}`);
@@ -186,17 +214,32 @@ async function runEval(options: Options, io: Io): Promise<number> {
     if (!suite.items.length) throw new UsageError(`coderl ${cmd}: ${suiteArg.label} holds no valid task`);
     const longest = Math.max(...suite.items.map((t) => tok.encode(t.prompt).length));
     const room = policy.config.contextLength - longest;
-    if (room < 1) throw new UsageError(`coderl ${cmd}: the longest prompt has ${longest} tokens, the model's context is ${policy.config.contextLength}`);
+    if (room < 1)
+      throw new UsageError(
+        `coderl ${cmd}: the longest prompt has ${longest} tokens, the model's context is ${policy.config.contextLength}`,
+      );
     const maxNewTokens = Math.min(intOption(cmd, options, 'max-new-tokens', 1) ?? 48, room);
     const [pool, analyzer] = await Promise.all([createNodePool({ size: workers }), createAnalyzer(nodeWasmLoader)]);
     try {
       const t0 = performance.now();
-      const r = await evaluate(policy, tok, suite.items, { samples, temperature, k: ks, maxNewTokens }, { pool, analyzer }, DEFAULT_REWARD, seed);
+      const r = await evaluate(
+        policy,
+        tok,
+        suite.items,
+        { samples, temperature, k: ks, maxNewTokens },
+        { pool, analyzer },
+        DEFAULT_REWARD,
+        seed,
+      );
       if (typeof options.out === 'string') {
-        const lines = r.records.map((x, i) => JSON.stringify({ ...x, completion: r.rollouts[i]!.completion, finish: r.rollouts[i]!.finish }));
+        const lines = r.records.map((x, i) =>
+          JSON.stringify({ ...x, completion: r.rollouts[i]!.completion, finish: r.rollouts[i]!.finish }),
+        );
         await writeFile(options.out, lines.join('\n') + '\n');
       }
-      io.out(`model: ${options.model} (onnxruntime-web wasm${imported.info.kv ? ', KV cache' : ''}); suite: ${suiteArg.label} (${r.tasks} tasks), ${samples} samples per task at temperature ${temperature}, ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+      io.out(
+        `model: ${options.model} (onnxruntime-web wasm${imported.info.kv ? ', KV cache' : ''}); suite: ${suiteArg.label} (${r.tasks} tasks), ${samples} samples per task at temperature ${temperature}, ${((performance.now() - t0) / 1000).toFixed(1)} s`,
+      );
       for (const [fam, v] of Object.entries(r.byFamily)) io.out(`  ${fam}: pass@1 ${v.toFixed(4)}`);
       for (const [k, v] of Object.entries(r.passAtK)) io.out(`${k}: ${v.toFixed(4)}`);
       return 0;

@@ -13,9 +13,14 @@ import { intOption, readInput, UsageError, type Command, type Io } from '../comm
 import { readSuiteArg, resolveSuiteArg } from '../suite-arg';
 
 function summaryLines(s: ScoreSummary, records: ScoreRecord[], workers: number): string[] {
-  const verdicts = Object.entries(s.verdicts).map(([v, n]) => `${v} ${n}`).join(', ');
+  const verdicts = Object.entries(s.verdicts)
+    .map(([v, n]) => `${v} ${n}`)
+    .join(', ');
   const notPassed = records.filter((r) => !r.passed);
-  const list = notPassed.slice(0, 20).map((r) => `${r.task_id} (${r.verdict})`).join(', ');
+  const list = notPassed
+    .slice(0, 20)
+    .map((r) => `${r.task_id} (${r.verdict})`)
+    .join(', ');
   return [
     `workers: ${workers}, wall ${(s.wall_ms / 1000).toFixed(1)} s, ${s.programs_per_s} programs/s`,
     `verdicts: ${verdicts || 'none'}`,
@@ -27,13 +32,13 @@ function summaryLines(s: ScoreSummary, records: ScoreRecord[], workers: number):
 
 export const scoreCommand: Command = {
   name: 'score',
-  summary: 'run completions (or a suite\'s canonical solutions) against a task suite in the sandbox',
+  summary: "run completions (or a suite's canonical solutions) against a task suite in the sandbox",
   usage: 'coderl score --suite S (--completions C | --canonical) [--workers N] [--out R] [--timeout MS]',
   description: [
     'Runs each completion (human-eval JSONL {task_id, completion}; program = prompt + completion) with the',
-    'suite\'s tests in the sandbox: JavaScript in QuickJS, Python in Pyodide, on a pool of worker threads.',
+    "suite's tests in the sandbox: JavaScript in QuickJS, Python in Pyodide, on a pool of worker threads.",
     'Suites are JSONL or .jsonl.gz: the native format, HumanEval-X JavaScript or HumanEval Python as they are;',
-    '--suite also takes a built-in suite\'s name (humaneval-x-js, humaneval-python: see coderl suites).',
+    "--suite also takes a built-in suite's name (humaneval-x-js, humaneval-python: see coderl suites).",
     'Writes one JSON object per completion {task_id, index, passed, verdict, tests, duration_ms, ast, lint,',
     'metrics, reward: {total, components: [{name, raw, weight, sign, contribution, detail}]}} to R',
     '(stdout with --out -, the default), then prints a summary with pass@1 (to stderr when the records go to',
@@ -41,13 +46,17 @@ export const scoreCommand: Command = {
     'Exit 0 when scoring ran, 1 when nothing could be scored, 2 on bad usage.',
   ].join('\n'),
   options: {
-    suite: { type: 'string', description: 'task suite (.jsonl or .jsonl.gz), or a built-in suite\'s name', value: 'FILE|NAME' },
+    suite: { type: 'string', description: "task suite (.jsonl or .jsonl.gz), or a built-in suite's name", value: 'FILE|NAME' },
     completions: { type: 'string', description: 'completions to score (.jsonl or .jsonl.gz)', value: 'FILE' },
-    canonical: { type: 'boolean', description: 'score the suite\'s canonical solutions instead' },
+    canonical: { type: 'boolean', description: "score the suite's canonical solutions instead" },
     workers: { type: 'string', description: `sandbox workers (default: cores - 1 = ${defaultPoolSize()})`, value: 'N' },
     out: { type: 'string', description: 'where the per-completion JSON lines go; - for stdout (default)', value: 'FILE' },
     timeout: { type: 'string', description: `wall-clock limit per program (default ${DEFAULT_LIMITS.timeoutMs})`, value: 'MS' },
-    reward: { type: 'string', description: 'reward weights as JSON (a file, or inline {...}); unset fields keep their defaults', value: 'JSON' },
+    reward: {
+      type: 'string',
+      description: 'reward weights as JSON (a file, or inline {...}); unset fields keep their defaults',
+      value: 'JSON',
+    },
   },
   examples: [
     'npx coderl score --suite humaneval-x-js --canonical --out /tmp/r.jsonl',
@@ -56,7 +65,8 @@ export const scoreCommand: Command = {
   async run(options, _positionals, io) {
     if (typeof options.suite !== 'string') throw new UsageError('coderl score: --suite is required');
     const completionsPath = options.completions;
-    if ((typeof completionsPath === 'string') === (options.canonical === true)) throw new UsageError('coderl score: give exactly one of --completions and --canonical');
+    if ((typeof completionsPath === 'string') === (options.canonical === true))
+      throw new UsageError('coderl score: give exactly one of --completions and --canonical');
     const workers = intOption('score', options, 'workers', 1) ?? defaultPoolSize();
     const timeoutMs = intOption('score', options, 'timeout', 1) ?? DEFAULT_LIMITS.timeoutMs;
     const out = typeof options.out === 'string' ? options.out : '-';
@@ -80,14 +90,24 @@ export const scoreCommand: Command = {
       return 1;
     }
     const languages = [...new Set(suite.items.map((t) => t.language))].join(', ');
-    info(`suite: ${suiteArg.label} (${suite.items.length} tasks, ${languages}); completions: ${completionsPath ?? 'canonical solutions'} (${completions.length})`);
+    info(
+      `suite: ${suiteArg.label} (${suite.items.length} tasks, ${languages}); completions: ${completionsPath ?? 'canonical solutions'} (${completions.length})`,
+    );
     return scoreAndReport(io, { suite: suite.items, completions, workers, timeoutMs, out, info, reward });
   },
 };
 
 async function scoreAndReport(
   io: Io,
-  a: { suite: Parameters<typeof scoreCompletions>[1]; completions: Completion[]; workers: number; timeoutMs: number; out: string; info: (t: string) => void; reward: RewardConfig },
+  a: {
+    suite: Parameters<typeof scoreCompletions>[1];
+    completions: Completion[];
+    workers: number;
+    timeoutMs: number;
+    out: string;
+    info: (t: string) => void;
+    reward: RewardConfig;
+  },
 ): Promise<number> {
   const [pool, analyzer] = await Promise.all([createNodePool({ size: a.workers }), createAnalyzer(nodeWasmLoader)]);
   const t0 = performance.now();
@@ -99,7 +119,9 @@ async function scoreAndReport(
     if (a.out === '-') io.out(lines);
     else await writeFile(a.out, `${lines}\n`);
     const rs = rewardSummary(records);
-    const parts = Object.entries(rs.components).map(([k, v]) => `${k} ${v >= 0 ? '+' : ''}${v.toFixed(3)}`).join(', ');
+    const parts = Object.entries(rs.components)
+      .map(([k, v]) => `${k} ${v >= 0 ? '+' : ''}${v.toFixed(3)}`)
+      .join(', ');
     a.info(`reward: mean ${rs.mean.toFixed(3)} (${parts}); ${cacheLine(analyzer.stats())}`);
     for (const line of summaryLines(summarize(records, performance.now() - t0), records, pool.size)) a.info(line);
     return 0;

@@ -27,12 +27,22 @@ export interface SuiteListing {
 async function listing(s: BuiltinSuite): Promise<SuiteListing> {
   const file = benchmarkPath(s.file);
   const row = (tasks: number | null, sha256: string | null, problem?: string): SuiteListing => ({
-    name: s.name, title: s.title, language: s.language, tasks, file, sha256, source: s.source, description: s.description, ...(problem ? { problem } : {}),
+    name: s.name,
+    title: s.title,
+    language: s.language,
+    tasks,
+    file,
+    sha256,
+    source: s.source,
+    description: s.description,
+    ...(problem ? { problem } : {}),
   });
   try {
     const bytes = new Uint8Array(await readFile(file));
     const loaded = await loadSuite(bytes, s.file);
-    const problem = loaded.issues.length ? `${loaded.issues.length} line(s) of ${file} do not load, e.g. ${formatIssue(loaded.issues[0]!)}` : undefined;
+    const problem = loaded.issues.length
+      ? `${loaded.issues.length} line(s) of ${file} do not load, e.g. ${formatIssue(loaded.issues[0]!)}`
+      : undefined;
     return row(loaded.items.length, await sha256Hex(bytes), problem);
   } catch (e) {
     return row(null, null, `cannot read ${file}: ${(e as Error).message}`);

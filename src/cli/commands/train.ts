@@ -71,10 +71,17 @@ async function overridesOption(v: string | boolean | undefined): Promise<unknown
 
 function summaryLines(s: Summary): string[] {
   const pct = (x: number) => `${(x * 100).toFixed(1)}%`;
-  const fam = (r: Record<string, number>) => Object.entries(r).map(([k, v]) => `${k} ${pct(v)}`).join(', ');
+  const fam = (r: Record<string, number>) =>
+    Object.entries(r)
+      .map(([k, v]) => `${k} ${pct(v)}`)
+      .join(', ');
   return [
     `SFT: held-out pass@1 ${pct(s.sft.heldout_pass1)} (${fam(s.sft.heldout_by_family)}), train-task pass@1 ${pct(s.sft.train_pass1)}, RL-task pass@1 ${pct(s.sft.rl_tasks_pass1)}; best step ${s.sft.best_step} of ${s.sft.steps}`,
-    ...(s.rm && 'skipped' in s.rm ? [`reward model: skipped (${s.rm.skipped})`] : s.rm ? [`reward model: held-out pairwise accuracy ${pct(s.rm.heldout_pairwise_accuracy)} over ${s.rm.heldout_pairs} pairs`] : []),
+    ...(s.rm && 'skipped' in s.rm
+      ? [`reward model: skipped (${s.rm.skipped})`]
+      : s.rm
+        ? [`reward model: held-out pairwise accuracy ${pct(s.rm.heldout_pairwise_accuracy)} over ${s.rm.heldout_pairs} pairs`]
+        : []),
     `RL (${s.rl.algo}, ${s.rl.iterations} iterations): held-out pass@1 ${pct(s.rl.heldout_pass1)} (${fam(s.rl.heldout_by_family)}), train-task pass@1 ${pct(s.rl.train_pass1)}, RL-task pass@1 ${pct(s.rl.rl_tasks_pass1)}`,
     `held-out pass@1 change: ${((s.rl.heldout_pass1 - s.sft.heldout_pass1) * 100).toFixed(1)} points; ${s.minutes.toFixed(1)} minutes`,
   ];
@@ -83,7 +90,8 @@ function summaryLines(s: Summary): string[] {
 export const trainCommand: Command = {
   name: 'train',
   summary: 'run the staged pipeline (SFT, reward model, PPO/GRPO) headless',
-  usage: 'coderl train --preset P --seed S --out DIR [--backend cpu|webgpu] [--set JSON|FILE] [--suite FILE|NAME] [--reference M.onnx [--reference-tokenizer T]]',
+  usage:
+    'coderl train --preset P --seed S --out DIR [--backend cpu|webgpu] [--set JSON|FILE] [--suite FILE|NAME] [--reference M.onnx [--reference-tokenizer T]]',
   description: [
     'Builds the seeded task families (train / val / rl / heldout splits), trains a tokenizer, then runs',
     'SFT with early stopping, the reward model and PPO (or GRPO), and evaluates held-out pass@1 before',
@@ -94,9 +102,9 @@ export const trainCommand: Command = {
     `'{"rl":{"algo":"grpo"},"explore":{"repair":true}}'.`,
     '--reference M.onnx makes an ONNX causal LM (our export or any model `coderl onnx eval` takes),',
     'run in onnxruntime-web (wasm), the frozen reference of the KL penalty instead of the SFT policy;',
-    'its tokenizer (M.tokenizer.json, or --reference-tokenizer) must be the run\'s.',
-    '--suite trains on a suite file\'s tasks, or a built-in suite\'s (coderl suites), split by task;',
-    'config.tasks.suite records the file\'s name, size and SHA-256 and DIR keeps its text.',
+    "its tokenizer (M.tokenizer.json, or --reference-tokenizer) must be the run's.",
+    "--suite trains on a suite file's tasks, or a built-in suite's (coderl suites), split by task;",
+    "config.tasks.suite records the file's name, size and SHA-256 and DIR keeps its text.",
   ].join('\n'),
   options: {
     preset: { type: 'string', description: `preset (${Object.keys(RL_PRESETS).join(', ')}); default tiny`, value: 'P' },
@@ -104,7 +112,11 @@ export const trainCommand: Command = {
     out: { type: 'string', description: 'run directory (created; an existing run there is resumed)', value: 'DIR' },
     backend: { type: 'string', description: 'cpu (float64 reference) or webgpu (default cpu)', value: 'B' },
     set: { type: 'string', description: 'JSON object (or a file holding one) overriding preset fields', value: 'JSON' },
-    suite: { type: 'string', description: 'train on the tasks of this suite file (JSONL, .gz too) or built-in suite instead of the built-in families', value: 'FILE|NAME' },
+    suite: {
+      type: 'string',
+      description: 'train on the tasks of this suite file (JSONL, .gz too) or built-in suite instead of the built-in families',
+      value: 'FILE|NAME',
+    },
     workers: { type: 'string', description: `sandbox workers (default ${phasedPoolSize()})`, value: 'N' },
     quiet: { type: 'boolean', description: 'print only the summary' },
     reference: { type: 'string', description: 'ONNX model used as the KL reference instead of the SFT policy', value: 'M.onnx' },
@@ -164,7 +176,8 @@ export const trainCommand: Command = {
         backend,
         store: dirStore(out),
         scorer: { pool, analyzer },
-        makeBackend: (config, params, optim, optimizer) => createBackend(backend, { config, params, optim, optimizer, runtime: rt ?? undefined }),
+        makeBackend: (config, params, optim, optimizer) =>
+          createBackend(backend, { config, params, optim, optimizer, runtime: rt ?? undefined }),
         exploreFor: (tok) => exploreHook(tok, cfg.explore),
         onEvent,
         suiteText,

@@ -111,7 +111,11 @@ describe('API guide', () => {
     for (const id of guide.allowedTokens({ type: 'array' }, 'f')!) {
       if (tok.isSpecial(id)) continue;
       const lead = /^[\w$]*/.exec(tok.decode([id]))![0];
-      expect(['filter', 'find', 'findIndex', 'findLast', 'findLastIndex', 'flat', 'flatMap', 'forEach', 'fill'].some((n) => n.startsWith('f' + lead))).toBe(true);
+      expect(
+        ['filter', 'find', 'findIndex', 'findLast', 'findLastIndex', 'flat', 'flatMap', 'forEach', 'fill'].some((n) =>
+          n.startsWith('f' + lead),
+        ),
+      ).toBe(true);
       if (tok.decode([id]) !== lead) expect(lookup('array', 'f' + lead)).toBeDefined();
     }
   });
@@ -122,8 +126,22 @@ describe('API guide', () => {
     const V = tok.vocabSize;
     const W = Math.ceil(V / 32);
     const texts = [
-      '"abc".', '"abc".len', '"abc".length', '[1, 2].', '[1].pu', 'Math.', 'Math.PI', 'JSON.st', 'new Map().', 'foo.', '"abc".zz',
-      'const o = {};\no.', '3.', 'x = 1', '"abc".split(",").forEach(f).', '/** @param {number} n */\nconst f = (n) => n.to',
+      '"abc".',
+      '"abc".len',
+      '"abc".length',
+      '[1, 2].',
+      '[1].pu',
+      'Math.',
+      'Math.PI',
+      'JSON.st',
+      'new Map().',
+      'foo.',
+      '"abc".zz',
+      'const o = {};\no.',
+      '3.',
+      'x = 1',
+      '"abc".split(",").forEach(f).',
+      '/** @param {number} n */\nconst f = (n) => n.to',
     ];
     const out = guide(texts)!;
     expect(out.bias).toBeUndefined();
@@ -139,7 +157,15 @@ describe('API guide', () => {
     expect(allowed(mask, W, 3, idOf(tok, 'push'))).toBe(true);
     expect(allowed(mask, W, 0, idOf(tok, 'push'))).toBe(false);
     expect(allowed(mask, W, 0, idOf(tok, 'length'))).toBe(true);
-    expect(guide.stats).toMatchObject({ calls: 1, guidedSteps: 1, rowsSeen: 16, guidedRows: 10, maskedRows: 10, unknownReceiver: 2, noFit: 2 });
+    expect(guide.stats).toMatchObject({
+      calls: 1,
+      guidedSteps: 1,
+      rowsSeen: 16,
+      guidedRows: 10,
+      maskedRows: 10,
+      unknownReceiver: 2,
+      noFit: 2,
+    });
     expect(apiGuideMetrics(guide.stats)['explore/api_masked_rows']).toBe(10);
     guide.resetStats();
     expect(guide.stats.calls).toBe(0);
@@ -181,9 +207,16 @@ describe('API guide', () => {
     const model = new CpuModel(cfg, initParams(paramTable(cfg), 5));
     const prompts = ['const s = "hello";\nconst n = s.', 'const a = [3];\na.'];
     const guide = createApiGuide(tok, { mode: 'mask', strength: 0 });
-    const res = cpuGenerate(model, prompts.map((p) => Array.from(tok.encode(p))), {
-      maxNewTokens: 3, temperature: 1, seed: 9, constrain: apiGuideConstrain(tok, prompts, guide),
-    });
+    const res = cpuGenerate(
+      model,
+      prompts.map((p) => Array.from(tok.encode(p))),
+      {
+        maxNewTokens: 3,
+        temperature: 1,
+        seed: 9,
+        constrain: apiGuideConstrain(tok, prompts, guide),
+      },
+    );
     expect(guide.allowedTokens({ type: 'string' }, '')!.includes(res.tokens[0]![0]!)).toBe(true);
     expect(guide.allowedTokens({ type: 'array', element: 'number' }, '')!.includes(res.tokens[1]![0]!)).toBe(true);
     expect(guide.stats.maskedRows).toBeGreaterThanOrEqual(2);
@@ -192,7 +225,8 @@ describe('API guide', () => {
   it('is fast: 16 sequences x 40 steps', () => {
     const tok = tokenizer();
     const prompt = `${SNIPPETS.join('\n\n')}\n\n/** @param {string} text */\nfunction g(text) {\n  const words = text`;
-    const completion = '.trim().split(" ");\n  const n = words.length;\n  return words.map((w) => w.toUpperCase().slice(0, n)).join("-").padEnd(9);\n}\n';
+    const completion =
+      '.trim().split(" ");\n  const n = words.length;\n  return words.map((w) => w.toUpperCase().slice(0, n)).join("-").padEnd(9);\n}\n';
     const ids = Array.from(tok.encode(completion));
     expect(ids.length).toBeGreaterThanOrEqual(40);
     const B = 16;
@@ -203,13 +237,22 @@ describe('API guide', () => {
         const guide = createApiGuide(tok, { mode, strength: 3 });
         const hook = apiGuideConstrain(tok, prompts, guide);
         const t0 = performance.now();
-        for (let s = 0; s < 40; s++) hook(s, prompts.map((_, b) => ids.slice(0, Math.max(0, s - (b % 4)))));
+        for (let s = 0; s < 40; s++)
+          hook(
+            s,
+            prompts.map((_, b) => ids.slice(0, Math.max(0, s - (b % 4)))),
+          );
         runs.push(performance.now() - t0);
         expect(guide.stats.guidedRows).toBeGreaterThan(100);
-        if (rep === 0) console.log(`api guide (${mode}): guided ${guide.stats.guidedRows} of ${guide.stats.rowsSeen} rows; prompt ${prompt.length} chars, V = ${tok.vocabSize}`);
+        if (rep === 0)
+          console.log(
+            `api guide (${mode}): guided ${guide.stats.guidedRows} of ${guide.stats.rowsSeen} rows; prompt ${prompt.length} chars, V = ${tok.vocabSize}`,
+          );
       }
       // the first run includes JIT warm-up; later runs are the steady state of a training loop
-      console.log(`api guide (${mode}): ${B} sequences x 40 steps: first run ${runs[0]!.toFixed(1)} ms, best of the next 4 ${Math.min(...runs.slice(1)).toFixed(1)} ms`);
+      console.log(
+        `api guide (${mode}): ${B} sequences x 40 steps: first run ${runs[0]!.toFixed(1)} ms, best of the next 4 ${Math.min(...runs.slice(1)).toFixed(1)} ms`,
+      );
     }
   });
 });

@@ -72,8 +72,10 @@ function validateOptions(opts: ApiGuideOptions): ApiGuideOptions {
   for (const key of Object.keys(opts)) {
     if (!OPTION_KEYS.has(key)) throw new Error(`createApiGuide: unknown option "${key}" (known: ${[...OPTION_KEYS].join(', ')})`);
   }
-  if (opts.mode !== 'bias' && opts.mode !== 'mask') throw new Error(`createApiGuide: mode must be 'bias' or 'mask', got ${JSON.stringify(opts.mode)}`);
-  if (!(Number.isFinite(opts.strength) && opts.strength >= 0)) throw new RangeError(`createApiGuide: strength must be finite and >= 0, got ${opts.strength}`);
+  if (opts.mode !== 'bias' && opts.mode !== 'mask')
+    throw new Error(`createApiGuide: mode must be 'bias' or 'mask', got ${JSON.stringify(opts.mode)}`);
+  if (!(Number.isFinite(opts.strength) && opts.strength >= 0))
+    throw new RangeError(`createApiGuide: strength must be finite and >= 0, got ${opts.strength}`);
   return { mode: opts.mode, strength: opts.strength };
 }
 
@@ -105,7 +107,16 @@ function tokenTable(tokenizer: Tokenizer): TokenTable {
   return { lead, rest, special };
 }
 
-const EMPTY_STATS = (): ApiGuideStats => ({ calls: 0, guidedSteps: 0, rowsSeen: 0, memberSites: 0, guidedRows: 0, maskedRows: 0, unknownReceiver: 0, noFit: 0 });
+const EMPTY_STATS = (): ApiGuideStats => ({
+  calls: 0,
+  guidedSteps: 0,
+  rowsSeen: 0,
+  memberSites: 0,
+  guidedRows: 0,
+  maskedRows: 0,
+  unknownReceiver: 0,
+  noFit: 0,
+});
 
 /** Creates an API guide for `tokenizer`'s vocabulary (precomputes every token's text once). */
 export function createApiGuide(tokenizer: Tokenizer, opts: ApiGuideOptions): ApiGuide {
@@ -125,7 +136,9 @@ export function createApiGuide(tokenizer: Tokenizer, opts: ApiGuideOptions): Api
     const key = `${type}\0${partial}`;
     const hit = cache.get(key);
     if (hit) return hit;
-    const names = membersOf(type).map((m) => m.name).filter((n) => n.startsWith(partial));
+    const names = membersOf(type)
+      .map((m) => m.name)
+      .filter((n) => n.startsWith(partial));
     if (names.length === 0) return null;
     const ids = consistentIds(table, names, partial);
     if (ids.length === 0) return null;
@@ -222,7 +235,8 @@ interface SequenceState {
  * sequences that start from it); a receiver is inferred once per dot, not once per step.
  */
 export function apiGuideConstrain(tokenizer: Tokenizer, promptTexts: readonly string[], guide: ApiGuide): Constrain {
-  if (guide.vocabSize !== tokenizer.vocabSize) throw new Error(`apiGuideConstrain: guide built for V = ${guide.vocabSize}, tokenizer has ${tokenizer.vocabSize}`);
+  if (guide.vocabSize !== tokenizer.vocabSize)
+    throw new Error(`apiGuideConstrain: guide built for V = ${guide.vocabSize}, tokenizer has ${tokenizer.vocabSize}`);
   const promptLexers = new Map<string, JsLexer>();
   const states: (SequenceState | undefined)[] = [];
   const fresh = (b: number): SequenceState => {

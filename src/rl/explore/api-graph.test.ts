@@ -1,6 +1,16 @@
 import { describe, expect, it } from 'vitest';
 import {
-  TYPE_NAMES, apiEdges, apiType, apiTypes, isTypeName, lookup, memberResult, membersOf, returnType, validateApiGraph, type ApiType,
+  TYPE_NAMES,
+  apiEdges,
+  apiType,
+  apiTypes,
+  isTypeName,
+  lookup,
+  memberResult,
+  membersOf,
+  returnType,
+  validateApiGraph,
+  type ApiType,
 } from './api-graph';
 
 describe('API graph', () => {
@@ -12,10 +22,16 @@ describe('API graph', () => {
   it('catches broken data', () => {
     const bad: ApiType[] = [
       ...apiTypes().filter((t) => t.name !== 'Set'),
-      { name: 'Set', isStatic: false, open: false, inherits: 'Set', members: [
-        { name: 'add', kind: 'method', minArgs: 1, maxArgs: 1, returns: 'Bag' as never },
-        { name: 'add', kind: 'property', minArgs: 1, maxArgs: 0, returns: 'element' },
-      ] },
+      {
+        name: 'Set',
+        isStatic: false,
+        open: false,
+        inherits: 'Set',
+        members: [
+          { name: 'add', kind: 'method', minArgs: 1, maxArgs: 1, returns: 'Bag' as never },
+          { name: 'add', kind: 'property', minArgs: 1, maxArgs: 0, returns: 'element' },
+        ],
+      },
     ];
     const problems = validateApiGraph(bad).join('\n');
     expect(problems).toMatch(/Set.add returns unknown type Bag/);
@@ -27,8 +43,18 @@ describe('API graph', () => {
 
   it('covers the common ES2023 surface', () => {
     const has = (type: string, names: string) => names.split(' ').filter((n) => !lookup(type, n));
-    expect(has('string', 'length slice substring indexOf includes split toUpperCase toLowerCase trim startsWith endsWith repeat replace replaceAll padStart padEnd charAt charCodeAt at concat')).toEqual([]);
-    expect(has('array', 'length map filter reduce forEach some every find findIndex indexOf includes join slice concat push pop shift unshift sort reverse flat flatMap fill at keys entries toSorted with')).toEqual([]);
+    expect(
+      has(
+        'string',
+        'length slice substring indexOf includes split toUpperCase toLowerCase trim startsWith endsWith repeat replace replaceAll padStart padEnd charAt charCodeAt at concat',
+      ),
+    ).toEqual([]);
+    expect(
+      has(
+        'array',
+        'length map filter reduce forEach some every find findIndex indexOf includes join slice concat push pop shift unshift sort reverse flat flatMap fill at keys entries toSorted with',
+      ),
+    ).toEqual([]);
     expect(has('number', 'toFixed toString toPrecision')).toEqual([]);
     expect(has('Math', 'max min abs floor ceil round sqrt pow trunc sign PI random')).toEqual([]);
     expect(has('Map', 'get set has delete size keys values entries forEach clear')).toEqual([]);

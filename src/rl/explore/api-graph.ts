@@ -12,8 +12,23 @@
 
 /** Every type the graph knows. Instance types are lower-case; static namespaces keep their global name. */
 export const TYPE_NAMES = [
-  'number', 'string', 'boolean', 'array', 'object', 'function', 'Map', 'Set', 'RegExp', 'iterator', 'undefined',
-  'Math', 'JSON', 'Number', 'String', 'Array', 'Object',
+  'number',
+  'string',
+  'boolean',
+  'array',
+  'object',
+  'function',
+  'Map',
+  'Set',
+  'RegExp',
+  'iterator',
+  'undefined',
+  'Math',
+  'JSON',
+  'Number',
+  'String',
+  'Array',
+  'Object',
 ] as const;
 
 /** A type of the graph (one of TYPE_NAMES). */
@@ -64,93 +79,209 @@ export const UNKNOWN: ValueType = Object.freeze({ type: 'unknown' });
 
 type Extra = Pick<ApiMember, 'element' | 'nullable'>;
 const method = (name: string, minArgs: number, maxArgs: number, returns: ReturnRef, extra: Extra = {}): ApiMember => ({
-  name, kind: 'method', minArgs, maxArgs, returns, ...extra,
+  name,
+  kind: 'method',
+  minArgs,
+  maxArgs,
+  returns,
+  ...extra,
 });
-const prop = (name: string, returns: ReturnRef, extra: Extra = {}): ApiMember => ({ name, kind: 'property', minArgs: 0, maxArgs: 0, returns, ...extra });
+const prop = (name: string, returns: ReturnRef, extra: Extra = {}): ApiMember => ({
+  name,
+  kind: 'property',
+  minArgs: 0,
+  maxArgs: 0,
+  returns,
+  ...extra,
+});
 const ANY = Infinity;
 
 /** Object.prototype, inherited by every instance type. */
 const OBJECT_PROTO: ApiMember[] = [
-  method('hasOwnProperty', 1, 1, 'boolean'), method('isPrototypeOf', 1, 1, 'boolean'),
-  method('propertyIsEnumerable', 1, 1, 'boolean'), method('toString', 0, 0, 'string'),
-  method('toLocaleString', 0, 2, 'string'), method('valueOf', 0, 0, 'unknown'),
+  method('hasOwnProperty', 1, 1, 'boolean'),
+  method('isPrototypeOf', 1, 1, 'boolean'),
+  method('propertyIsEnumerable', 1, 1, 'boolean'),
+  method('toString', 0, 0, 'string'),
+  method('toLocaleString', 0, 2, 'string'),
+  method('valueOf', 0, 0, 'unknown'),
 ];
 
 const STRING: ApiMember[] = [
   prop('length', 'number'),
-  method('at', 1, 1, 'string', { nullable: true }), method('charAt', 0, 1, 'string'),
-  method('charCodeAt', 0, 1, 'number'), method('codePointAt', 0, 1, 'number', { nullable: true }),
-  method('concat', 0, ANY, 'string'), method('endsWith', 1, 2, 'boolean'), method('includes', 1, 2, 'boolean'),
-  method('indexOf', 1, 2, 'number'), method('lastIndexOf', 1, 2, 'number'), method('localeCompare', 1, 3, 'number'),
-  method('match', 1, 1, 'array', { element: 'string', nullable: true }), method('matchAll', 1, 1, 'iterator'),
-  method('normalize', 0, 1, 'string'), method('padEnd', 1, 2, 'string'), method('padStart', 1, 2, 'string'),
-  method('repeat', 1, 1, 'string'), method('replace', 2, 2, 'string'), method('replaceAll', 2, 2, 'string'),
-  method('search', 1, 1, 'number'), method('slice', 0, 2, 'string'), method('split', 0, 2, 'array', { element: 'string' }),
-  method('startsWith', 1, 2, 'boolean'), method('substring', 1, 2, 'string'), method('substr', 1, 2, 'string'),
-  method('toLowerCase', 0, 0, 'string'), method('toUpperCase', 0, 0, 'string'),
-  method('toLocaleLowerCase', 0, 1, 'string'), method('toLocaleUpperCase', 0, 1, 'string'),
-  method('toString', 0, 0, 'string'), method('trim', 0, 0, 'string'), method('trimStart', 0, 0, 'string'),
-  method('trimEnd', 0, 0, 'string'), method('valueOf', 0, 0, 'string'),
+  method('at', 1, 1, 'string', { nullable: true }),
+  method('charAt', 0, 1, 'string'),
+  method('charCodeAt', 0, 1, 'number'),
+  method('codePointAt', 0, 1, 'number', { nullable: true }),
+  method('concat', 0, ANY, 'string'),
+  method('endsWith', 1, 2, 'boolean'),
+  method('includes', 1, 2, 'boolean'),
+  method('indexOf', 1, 2, 'number'),
+  method('lastIndexOf', 1, 2, 'number'),
+  method('localeCompare', 1, 3, 'number'),
+  method('match', 1, 1, 'array', { element: 'string', nullable: true }),
+  method('matchAll', 1, 1, 'iterator'),
+  method('normalize', 0, 1, 'string'),
+  method('padEnd', 1, 2, 'string'),
+  method('padStart', 1, 2, 'string'),
+  method('repeat', 1, 1, 'string'),
+  method('replace', 2, 2, 'string'),
+  method('replaceAll', 2, 2, 'string'),
+  method('search', 1, 1, 'number'),
+  method('slice', 0, 2, 'string'),
+  method('split', 0, 2, 'array', { element: 'string' }),
+  method('startsWith', 1, 2, 'boolean'),
+  method('substring', 1, 2, 'string'),
+  method('substr', 1, 2, 'string'),
+  method('toLowerCase', 0, 0, 'string'),
+  method('toUpperCase', 0, 0, 'string'),
+  method('toLocaleLowerCase', 0, 1, 'string'),
+  method('toLocaleUpperCase', 0, 1, 'string'),
+  method('toString', 0, 0, 'string'),
+  method('trim', 0, 0, 'string'),
+  method('trimStart', 0, 0, 'string'),
+  method('trimEnd', 0, 0, 'string'),
+  method('valueOf', 0, 0, 'string'),
 ];
 
 const ARRAY: ApiMember[] = [
   prop('length', 'number'),
-  method('at', 1, 1, 'element', { nullable: true }), method('concat', 0, ANY, 'same-as-receiver'),
-  method('copyWithin', 1, 3, 'same-as-receiver'), method('entries', 0, 0, 'iterator'),
-  method('every', 1, 2, 'boolean'), method('fill', 1, 3, 'same-as-receiver'), method('filter', 1, 2, 'same-as-receiver'),
-  method('find', 1, 2, 'element', { nullable: true }), method('findIndex', 1, 2, 'number'),
-  method('findLast', 1, 2, 'element', { nullable: true }), method('findLastIndex', 1, 2, 'number'),
-  method('flat', 0, 1, 'array'), method('flatMap', 1, 2, 'array'), method('forEach', 1, 2, 'undefined'),
-  method('includes', 1, 2, 'boolean'), method('indexOf', 1, 2, 'number'), method('join', 0, 1, 'string'),
-  method('keys', 0, 0, 'iterator'), method('lastIndexOf', 1, 2, 'number'), method('map', 1, 2, 'array'),
-  method('pop', 0, 0, 'element', { nullable: true }), method('push', 0, ANY, 'number'),
-  method('reduce', 1, 2, 'unknown'), method('reduceRight', 1, 2, 'unknown'), method('reverse', 0, 0, 'same-as-receiver'),
-  method('shift', 0, 0, 'element', { nullable: true }), method('slice', 0, 2, 'same-as-receiver'),
-  method('some', 1, 2, 'boolean'), method('sort', 0, 1, 'same-as-receiver'), method('splice', 0, ANY, 'same-as-receiver'),
-  method('toReversed', 0, 0, 'same-as-receiver'), method('toSorted', 0, 1, 'same-as-receiver'),
-  method('toSpliced', 0, ANY, 'same-as-receiver'), method('with', 2, 2, 'same-as-receiver'),
-  method('toString', 0, 0, 'string'), method('unshift', 0, ANY, 'number'), method('values', 0, 0, 'iterator'),
+  method('at', 1, 1, 'element', { nullable: true }),
+  method('concat', 0, ANY, 'same-as-receiver'),
+  method('copyWithin', 1, 3, 'same-as-receiver'),
+  method('entries', 0, 0, 'iterator'),
+  method('every', 1, 2, 'boolean'),
+  method('fill', 1, 3, 'same-as-receiver'),
+  method('filter', 1, 2, 'same-as-receiver'),
+  method('find', 1, 2, 'element', { nullable: true }),
+  method('findIndex', 1, 2, 'number'),
+  method('findLast', 1, 2, 'element', { nullable: true }),
+  method('findLastIndex', 1, 2, 'number'),
+  method('flat', 0, 1, 'array'),
+  method('flatMap', 1, 2, 'array'),
+  method('forEach', 1, 2, 'undefined'),
+  method('includes', 1, 2, 'boolean'),
+  method('indexOf', 1, 2, 'number'),
+  method('join', 0, 1, 'string'),
+  method('keys', 0, 0, 'iterator'),
+  method('lastIndexOf', 1, 2, 'number'),
+  method('map', 1, 2, 'array'),
+  method('pop', 0, 0, 'element', { nullable: true }),
+  method('push', 0, ANY, 'number'),
+  method('reduce', 1, 2, 'unknown'),
+  method('reduceRight', 1, 2, 'unknown'),
+  method('reverse', 0, 0, 'same-as-receiver'),
+  method('shift', 0, 0, 'element', { nullable: true }),
+  method('slice', 0, 2, 'same-as-receiver'),
+  method('some', 1, 2, 'boolean'),
+  method('sort', 0, 1, 'same-as-receiver'),
+  method('splice', 0, ANY, 'same-as-receiver'),
+  method('toReversed', 0, 0, 'same-as-receiver'),
+  method('toSorted', 0, 1, 'same-as-receiver'),
+  method('toSpliced', 0, ANY, 'same-as-receiver'),
+  method('with', 2, 2, 'same-as-receiver'),
+  method('toString', 0, 0, 'string'),
+  method('unshift', 0, ANY, 'number'),
+  method('values', 0, 0, 'iterator'),
 ];
 
 const NUMBER: ApiMember[] = [
-  method('toExponential', 0, 1, 'string'), method('toFixed', 0, 1, 'string'), method('toPrecision', 0, 1, 'string'),
-  method('toString', 0, 1, 'string'), method('toLocaleString', 0, 2, 'string'), method('valueOf', 0, 0, 'number'),
+  method('toExponential', 0, 1, 'string'),
+  method('toFixed', 0, 1, 'string'),
+  method('toPrecision', 0, 1, 'string'),
+  method('toString', 0, 1, 'string'),
+  method('toLocaleString', 0, 2, 'string'),
+  method('valueOf', 0, 0, 'number'),
 ];
 
 const COLLECTION_COMMON: ApiMember[] = [
-  prop('size', 'number'), method('has', 1, 1, 'boolean'), method('delete', 1, 1, 'boolean'),
-  method('clear', 0, 0, 'undefined'), method('forEach', 1, 2, 'undefined'),
-  method('keys', 0, 0, 'iterator'), method('values', 0, 0, 'iterator'), method('entries', 0, 0, 'iterator'),
+  prop('size', 'number'),
+  method('has', 1, 1, 'boolean'),
+  method('delete', 1, 1, 'boolean'),
+  method('clear', 0, 0, 'undefined'),
+  method('forEach', 1, 2, 'undefined'),
+  method('keys', 0, 0, 'iterator'),
+  method('values', 0, 0, 'iterator'),
+  method('entries', 0, 0, 'iterator'),
 ];
 
 const MATH: ApiMember[] = [
   ...['E', 'LN10', 'LN2', 'LOG10E', 'LOG2E', 'PI', 'SQRT1_2', 'SQRT2'].map((n) => prop(n, 'number')),
-  ...['abs', 'acos', 'acosh', 'asin', 'asinh', 'atan', 'atanh', 'cbrt', 'ceil', 'clz32', 'cos', 'cosh', 'exp', 'expm1',
-    'floor', 'fround', 'log', 'log10', 'log1p', 'log2', 'round', 'sign', 'sin', 'sinh', 'sqrt', 'tan', 'tanh', 'trunc',
+  ...[
+    'abs',
+    'acos',
+    'acosh',
+    'asin',
+    'asinh',
+    'atan',
+    'atanh',
+    'cbrt',
+    'ceil',
+    'clz32',
+    'cos',
+    'cosh',
+    'exp',
+    'expm1',
+    'floor',
+    'fround',
+    'log',
+    'log10',
+    'log1p',
+    'log2',
+    'round',
+    'sign',
+    'sin',
+    'sinh',
+    'sqrt',
+    'tan',
+    'tanh',
+    'trunc',
   ].map((n) => method(n, 1, 1, 'number')),
-  method('atan2', 2, 2, 'number'), method('hypot', 0, ANY, 'number'), method('imul', 2, 2, 'number'),
-  method('max', 0, ANY, 'number'), method('min', 0, ANY, 'number'), method('pow', 2, 2, 'number'),
+  method('atan2', 2, 2, 'number'),
+  method('hypot', 0, ANY, 'number'),
+  method('imul', 2, 2, 'number'),
+  method('max', 0, ANY, 'number'),
+  method('min', 0, ANY, 'number'),
+  method('pow', 2, 2, 'number'),
   method('random', 0, 0, 'number'),
 ];
 
 const NUMBER_STATIC: ApiMember[] = [
-  ...['EPSILON', 'MAX_SAFE_INTEGER', 'MIN_SAFE_INTEGER', 'MAX_VALUE', 'MIN_VALUE', 'NaN', 'NEGATIVE_INFINITY', 'POSITIVE_INFINITY'].map((n) => prop(n, 'number')),
-  method('isFinite', 1, 1, 'boolean'), method('isInteger', 1, 1, 'boolean'), method('isNaN', 1, 1, 'boolean'),
-  method('isSafeInteger', 1, 1, 'boolean'), method('parseFloat', 1, 1, 'number'), method('parseInt', 1, 2, 'number'),
+  ...['EPSILON', 'MAX_SAFE_INTEGER', 'MIN_SAFE_INTEGER', 'MAX_VALUE', 'MIN_VALUE', 'NaN', 'NEGATIVE_INFINITY', 'POSITIVE_INFINITY'].map(
+    (n) => prop(n, 'number'),
+  ),
+  method('isFinite', 1, 1, 'boolean'),
+  method('isInteger', 1, 1, 'boolean'),
+  method('isNaN', 1, 1, 'boolean'),
+  method('isSafeInteger', 1, 1, 'boolean'),
+  method('parseFloat', 1, 1, 'number'),
+  method('parseInt', 1, 2, 'number'),
   prop('prototype', 'number'),
 ];
 
 const OBJECT_STATIC: ApiMember[] = [
-  method('assign', 1, ANY, 'object'), method('create', 1, 2, 'object'), method('defineProperty', 3, 3, 'object'),
-  method('defineProperties', 2, 2, 'object'), method('entries', 1, 1, 'array', { element: 'array' }),
-  method('freeze', 1, 1, 'unknown'), method('fromEntries', 1, 1, 'object'),
-  method('getOwnPropertyDescriptor', 2, 2, 'object', { nullable: true }), method('getOwnPropertyDescriptors', 1, 1, 'object'),
-  method('getOwnPropertyNames', 1, 1, 'array', { element: 'string' }), method('getOwnPropertySymbols', 1, 1, 'array'),
-  method('getPrototypeOf', 1, 1, 'object', { nullable: true }), method('hasOwn', 2, 2, 'boolean'),
-  method('is', 2, 2, 'boolean'), method('isExtensible', 1, 1, 'boolean'), method('isFrozen', 1, 1, 'boolean'),
-  method('isSealed', 1, 1, 'boolean'), method('keys', 1, 1, 'array', { element: 'string' }),
-  method('preventExtensions', 1, 1, 'unknown'), method('seal', 1, 1, 'unknown'), method('setPrototypeOf', 2, 2, 'unknown'),
-  method('values', 1, 1, 'array'), prop('prototype', 'object'),
+  method('assign', 1, ANY, 'object'),
+  method('create', 1, 2, 'object'),
+  method('defineProperty', 3, 3, 'object'),
+  method('defineProperties', 2, 2, 'object'),
+  method('entries', 1, 1, 'array', { element: 'array' }),
+  method('freeze', 1, 1, 'unknown'),
+  method('fromEntries', 1, 1, 'object'),
+  method('getOwnPropertyDescriptor', 2, 2, 'object', { nullable: true }),
+  method('getOwnPropertyDescriptors', 1, 1, 'object'),
+  method('getOwnPropertyNames', 1, 1, 'array', { element: 'string' }),
+  method('getOwnPropertySymbols', 1, 1, 'array'),
+  method('getPrototypeOf', 1, 1, 'object', { nullable: true }),
+  method('hasOwn', 2, 2, 'boolean'),
+  method('is', 2, 2, 'boolean'),
+  method('isExtensible', 1, 1, 'boolean'),
+  method('isFrozen', 1, 1, 'boolean'),
+  method('isSealed', 1, 1, 'boolean'),
+  method('keys', 1, 1, 'array', { element: 'string' }),
+  method('preventExtensions', 1, 1, 'unknown'),
+  method('seal', 1, 1, 'unknown'),
+  method('setPrototypeOf', 2, 2, 'unknown'),
+  method('values', 1, 1, 'array'),
+  prop('prototype', 'object'),
 ];
 
 const TYPES: readonly ApiType[] = [
@@ -158,34 +289,80 @@ const TYPES: readonly ApiType[] = [
   { name: 'string', isStatic: false, open: false, inherits: 'object', members: STRING },
   { name: 'array', isStatic: false, open: false, inherits: 'object', members: ARRAY },
   { name: 'number', isStatic: false, open: false, inherits: 'object', members: NUMBER },
-  { name: 'boolean', isStatic: false, open: false, inherits: 'object', members: [method('toString', 0, 0, 'string'), method('valueOf', 0, 0, 'boolean')] },
   {
-    name: 'function', isStatic: false, open: false, inherits: 'object',
-    members: [method('apply', 1, 2, 'unknown'), method('bind', 1, ANY, 'function'), method('call', 1, ANY, 'unknown'),
-      prop('length', 'number'), prop('name', 'string'), method('toString', 0, 0, 'string')],
+    name: 'boolean',
+    isStatic: false,
+    open: false,
+    inherits: 'object',
+    members: [method('toString', 0, 0, 'string'), method('valueOf', 0, 0, 'boolean')],
   },
   {
-    name: 'Map', isStatic: false, open: false, inherits: 'object',
+    name: 'function',
+    isStatic: false,
+    open: false,
+    inherits: 'object',
+    members: [
+      method('apply', 1, 2, 'unknown'),
+      method('bind', 1, ANY, 'function'),
+      method('call', 1, ANY, 'unknown'),
+      prop('length', 'number'),
+      prop('name', 'string'),
+      method('toString', 0, 0, 'string'),
+    ],
+  },
+  {
+    name: 'Map',
+    isStatic: false,
+    open: false,
+    inherits: 'object',
     members: [...COLLECTION_COMMON, method('get', 1, 1, 'unknown', { nullable: true }), method('set', 2, 2, 'same-as-receiver')],
   },
-  { name: 'Set', isStatic: false, open: false, inherits: 'object', members: [...COLLECTION_COMMON, method('add', 1, 1, 'same-as-receiver')] },
   {
-    name: 'RegExp', isStatic: false, open: false, inherits: 'object',
-    members: [method('exec', 1, 1, 'array', { element: 'string', nullable: true }), method('test', 1, 1, 'boolean'),
-      prop('source', 'string'), prop('flags', 'string'), prop('lastIndex', 'number'),
-      ...['global', 'ignoreCase', 'multiline', 'sticky', 'unicode', 'dotAll', 'hasIndices'].map((n) => prop(n, 'boolean'))],
+    name: 'Set',
+    isStatic: false,
+    open: false,
+    inherits: 'object',
+    members: [...COLLECTION_COMMON, method('add', 1, 1, 'same-as-receiver')],
+  },
+  {
+    name: 'RegExp',
+    isStatic: false,
+    open: false,
+    inherits: 'object',
+    members: [
+      method('exec', 1, 1, 'array', { element: 'string', nullable: true }),
+      method('test', 1, 1, 'boolean'),
+      prop('source', 'string'),
+      prop('flags', 'string'),
+      prop('lastIndex', 'number'),
+      ...['global', 'ignoreCase', 'multiline', 'sticky', 'unicode', 'dotAll', 'hasIndices'].map((n) => prop(n, 'boolean')),
+    ],
   },
   { name: 'iterator', isStatic: false, open: false, inherits: 'object', members: [method('next', 0, 1, 'object')] },
   { name: 'undefined', isStatic: false, open: false, members: [] },
   { name: 'Math', isStatic: true, open: false, members: MATH },
-  { name: 'JSON', isStatic: true, open: false, members: [method('parse', 1, 2, 'unknown'), method('stringify', 1, 3, 'string', { nullable: true })] },
+  {
+    name: 'JSON',
+    isStatic: true,
+    open: false,
+    members: [method('parse', 1, 2, 'unknown'), method('stringify', 1, 3, 'string', { nullable: true })],
+  },
   { name: 'Number', isStatic: true, open: false, members: NUMBER_STATIC },
   {
-    name: 'String', isStatic: true, open: false,
-    members: [method('fromCharCode', 0, ANY, 'string'), method('fromCodePoint', 0, ANY, 'string'), method('raw', 1, ANY, 'string'), prop('prototype', 'string')],
+    name: 'String',
+    isStatic: true,
+    open: false,
+    members: [
+      method('fromCharCode', 0, ANY, 'string'),
+      method('fromCodePoint', 0, ANY, 'string'),
+      method('raw', 1, ANY, 'string'),
+      prop('prototype', 'string'),
+    ],
   },
   {
-    name: 'Array', isStatic: true, open: false,
+    name: 'Array',
+    isStatic: true,
+    open: false,
     members: [method('from', 1, 3, 'array'), method('isArray', 1, 1, 'boolean'), method('of', 0, ANY, 'array'), prop('prototype', 'array')],
   },
   { name: 'Object', isStatic: true, open: false, members: OBJECT_STATIC },
@@ -216,7 +393,11 @@ export function membersOf(type: string): readonly ApiMember[] {
   let list = MEMBERS.get(type);
   if (list === undefined) {
     const seen = new Map<string, ApiMember>();
-    for (let t: ApiType | undefined = BY_NAME.get(type), hops = 0; t && hops < TYPES.length; t = t.inherits && BY_NAME.get(t.inherits), hops++) {
+    for (
+      let t: ApiType | undefined = BY_NAME.get(type), hops = 0;
+      t && hops < TYPES.length;
+      t = t.inherits && BY_NAME.get(t.inherits), hops++
+    ) {
       for (const m of t.members) if (!seen.has(m.name)) seen.set(m.name, m);
     }
     list = Object.freeze([...seen.values()]);
@@ -303,9 +484,11 @@ export function validateApiGraph(types: readonly ApiType[] = TYPES): string[] {
       if (!IDENT.test(m.name)) problems.push(`${at}: not an identifier`);
       if (!isRef(m.returns)) problems.push(`${at} returns unknown type ${m.returns}`);
       if (m.element !== undefined && !isRef(m.element)) problems.push(`${at} has unknown element type ${m.element}`);
-      if ((m.returns === 'element' || m.element === 'element') && t.name !== 'array') problems.push(`${at} uses 'element' on a type without elements`);
+      if ((m.returns === 'element' || m.element === 'element') && t.name !== 'array')
+        problems.push(`${at} uses 'element' on a type without elements`);
       if (m.kind === 'property' && (m.minArgs !== 0 || m.maxArgs !== 0)) problems.push(`${at}: a property takes no arguments`);
-      if (!(Number.isInteger(m.minArgs) && m.minArgs >= 0 && m.maxArgs >= m.minArgs)) problems.push(`${at}: bad arity ${m.minArgs}..${m.maxArgs}`);
+      if (!(Number.isInteger(m.minArgs) && m.minArgs >= 0 && m.maxArgs >= m.minArgs))
+        problems.push(`${at}: bad arity ${m.minArgs}..${m.maxArgs}`);
     }
   }
   for (const t of types) {

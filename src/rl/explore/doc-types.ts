@@ -23,15 +23,29 @@ export function jsdocTypeTag(comment: string): string | undefined {
 }
 
 const JSDOC_NAMES: Record<string, TypeName> = {
-  string: 'string', number: 'number', int: 'number', integer: 'number', float: 'number', boolean: 'boolean', bool: 'boolean',
-  array: 'array', object: 'object', function: 'function', regexp: 'RegExp', map: 'Map', set: 'Set',
+  string: 'string',
+  number: 'number',
+  int: 'number',
+  integer: 'number',
+  float: 'number',
+  boolean: 'boolean',
+  bool: 'boolean',
+  array: 'array',
+  object: 'object',
+  function: 'function',
+  regexp: 'RegExp',
+  map: 'Map',
+  set: 'Set',
 };
 
 /** A JSDoc type expression as a ValueType (`string`, `number[]`, `Array<string>`, `Map<K, V>`, `?string`); unions of one type only. */
 export function parseJsdocType(expr: string): ValueType {
   const e = expr.trim().replace(/^[?!]/, '').replace(/=$/, '').trim();
   if (e.includes('|')) {
-    const parts = e.split('|').map((x) => x.trim()).filter((x) => x !== 'null' && x !== 'undefined');
+    const parts = e
+      .split('|')
+      .map((x) => x.trim())
+      .filter((x) => x !== 'null' && x !== 'undefined');
     const types = parts.map(parseJsdocType);
     return types.length > 0 && types.every((x) => x.type === types[0]!.type && x.element === types[0]!.element) ? types[0]! : UNKNOWN;
   }
@@ -74,7 +88,12 @@ const OPERAND = new Set(['ident', 'number', 'string', 'template', 'regex']);
 /** Two operands side by side (`6 the`, `] should`): no JavaScript expression continues across them. */
 function juxtaposed(a: JsToken, b: JsToken): boolean {
   const aEnds = OPERAND.has(a.kind) || (a.kind === 'punct' && (a.text === ')' || a.text === ']'));
-  return aEnds && OPERAND.has(b.kind) && !['in', 'instanceof', 'of'].includes(b.text) && !['return', 'typeof', 'new', 'void', 'await'].includes(a.text);
+  return (
+    aEnds &&
+    OPERAND.has(b.kind) &&
+    !['in', 'instanceof', 'of'].includes(b.text) &&
+    !['return', 'typeof', 'new', 'void', 'await'].includes(a.text)
+  );
 }
 
 /**

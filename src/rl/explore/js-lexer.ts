@@ -45,14 +45,30 @@ const NO_TEMPLATES: number[] = [];
 
 /** Keywords after which a `/` starts a regular expression rather than a division. */
 const REGEX_AFTER_KEYWORD = new Set([
-  'return', 'typeof', 'instanceof', 'in', 'of', 'new', 'delete', 'void', 'throw', 'case', 'do', 'else', 'yield', 'await',
+  'return',
+  'typeof',
+  'instanceof',
+  'in',
+  'of',
+  'new',
+  'delete',
+  'void',
+  'throw',
+  'case',
+  'do',
+  'else',
+  'yield',
+  'await',
 ]);
 
 const isDigit = (c: number) => c >= 48 && c <= 57;
 const isLineBreak = (c: number) => c === 10 || c === 13 || c === 0x2028 || c === 0x2029;
 function isSpace(c: number): boolean {
   if (c === 32 || c === 9 || c === 11 || c === 12 || isLineBreak(c)) return true;
-  return c >= 0x80 && (c === 0xa0 || c === 0xfeff || c === 0x1680 || (c >= 0x2000 && c <= 0x200a) || c === 0x202f || c === 0x205f || c === 0x3000);
+  return (
+    c >= 0x80 &&
+    (c === 0xa0 || c === 0xfeff || c === 0x1680 || (c >= 0x2000 && c <= 0x200a) || c === 0x202f || c === 0x205f || c === 0x3000)
+  );
 }
 /** Identifier characters: ASCII letters, digits, `_`, `$`, and (loosely) any non-space non-ASCII unit. */
 export function isIdentChar(c: number): boolean {
@@ -164,7 +180,8 @@ export class JsLexer {
     const s = this.src;
     for (let len = MULTI_START.has(s[pos]!) ? 4 : 1; len >= 2; len--) {
       const p = s.slice(pos, pos + len);
-      if (p.length === len && PUNCTS[4 - len]!.has(p) && !(p === '?.' && isDigit(s.charCodeAt(pos + 2)))) return tok('punct', s, pos, pos + len, nl, true);
+      if (p.length === len && PUNCTS[4 - len]!.has(p) && !(p === '?.' && isDigit(s.charCodeAt(pos + 2))))
+        return tok('punct', s, pos, pos + len, nl, true);
     }
     const c = s.charCodeAt(pos);
     if (c === 123) this.st.braceDepth++;
@@ -194,7 +211,10 @@ export class JsLexer {
         digits(false);
       }
       const e = s.charCodeAt(i);
-      if ((e === 101 || e === 69) && (isDigit(s.charCodeAt(i + 1)) || ((s[i + 1] === '+' || s[i + 1] === '-') && isDigit(s.charCodeAt(i + 2))))) {
+      if (
+        (e === 101 || e === 69) &&
+        (isDigit(s.charCodeAt(i + 1)) || ((s[i + 1] === '+' || s[i + 1] === '-') && isDigit(s.charCodeAt(i + 2))))
+      ) {
         i += 2;
         digits(false);
       }
@@ -210,7 +230,8 @@ export class JsLexer {
       const c = s.charCodeAt(i);
       if (c === quote) return tok('string', s, pos, i + 1, nl, true);
       if (c === 92 /* \ */) i += s.charCodeAt(i + 1) === 13 && s.charCodeAt(i + 2) === 10 ? 3 : 2;
-      else if (c === 10 || c === 13) break; // unterminated at the line end: back to code
+      else if (c === 10 || c === 13)
+        break; // unterminated at the line end: back to code
       else i++;
     }
     return tok('string', s, pos, Math.min(i, s.length), nl, false);

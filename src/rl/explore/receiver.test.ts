@@ -64,14 +64,37 @@ const POSITIVE: [string, string, string?][] = [
 
 /** Prefixes whose end is not a member access (null context). */
 const NOT_MEMBER = [
-  '"abc.', "'a.b.", '// foo.', '/* x. */', '/* x.', '`abc ${x} s.', '`abc s.', '3.', 'x = 3.5', 's. ', 'const x = 1;\n',
-  'x = /a.', '[...', 'if (x).', '', '.', '  \n ',
+  '"abc.',
+  "'a.b.",
+  '// foo.',
+  '/* x. */',
+  '/* x.',
+  '`abc ${x} s.',
+  '`abc s.',
+  '3.',
+  'x = 3.5',
+  's. ',
+  'const x = 1;\n',
+  'x = /a.',
+  '[...',
+  'if (x).',
+  '',
+  '.',
+  '  \n ',
 ];
 
 /** Member accesses whose receiver cannot be typed. */
 const UNKNOWN_RECEIVER = [
-  'foo.', 'a.b.c.', 'this.', 'const s = "x";\nfunction g(s) {\n  return s.', '{ const s = "x"; }\ns.', 'let s = s.',
-  'const o = {a: 1};\no.a.', 'f().', 'const v = c ? "a" : 1;\nv.', 'x[0].',
+  'foo.',
+  'a.b.c.',
+  'this.',
+  'const s = "x";\nfunction g(s) {\n  return s.',
+  '{ const s = "x"; }\ns.',
+  'let s = s.',
+  'const o = {a: 1};\no.a.',
+  'f().',
+  'const v = c ? "a" : 1;\nv.',
+  'x[0].',
   "/* >>> f('a')\n >>> f(1) */\nconst f = (x) => x.", // examples disagree
 ];
 
@@ -120,7 +143,33 @@ describe('memberContext', () => {
 
   it('never throws on random text, with or without a trailing dot', () => {
     const rng = new Rng(7);
-    const pieces = ['.', '(', ')', '[', ']', '{', '}', '"', "'", '`', '${', '/', '//', '/*', '*/', '\n', ' => ', 'const s = ', 's', 'x.map(', '3.', '?.', ',', '=', '+'];
+    const pieces = [
+      '.',
+      '(',
+      ')',
+      '[',
+      ']',
+      '{',
+      '}',
+      '"',
+      "'",
+      '`',
+      '${',
+      '/',
+      '//',
+      '/*',
+      '*/',
+      '\n',
+      ' => ',
+      'const s = ',
+      's',
+      'x.map(',
+      '3.',
+      '?.',
+      ',',
+      '=',
+      '+',
+    ];
     const start = performance.now();
     for (let i = 0; i < 3000; i++) {
       let text = i % 2 === 0 ? randomString(rng, 1 + Math.floor(rng.next() * 120)) : '';
@@ -157,7 +206,9 @@ describe('memberContext', () => {
         else wrong.push(`${task.task_id}: ${type}.${name}`);
       }
     }
-    console.log(`HumanEval-X: ${sites} member accesses, ${typed} typed (${((100 * typed) / sites).toFixed(0)}%), ${right} of them name a member of the inferred type`);
+    console.log(
+      `HumanEval-X: ${sites} member accesses, ${typed} typed (${((100 * typed) / sites).toFixed(0)}%), ${right} of them name a member of the inferred type`,
+    );
     expect(sites).toBeGreaterThan(400);
     expect(typed / sites).toBeGreaterThan(0.8);
     expect(wrong).toEqual([]);

@@ -45,22 +45,93 @@ const NUM = t('number');
 const BOOL = t('boolean');
 
 const KEYWORDS = new Set([
-  'break', 'case', 'catch', 'class', 'const', 'continue', 'debugger', 'default', 'delete', 'do', 'else', 'export', 'extends',
-  'finally', 'for', 'function', 'if', 'import', 'in', 'instanceof', 'new', 'return', 'super', 'switch', 'this', 'throw', 'try',
-  'typeof', 'var', 'void', 'while', 'with', 'yield', 'let', 'await', 'null', 'true', 'false', 'of',
+  'break',
+  'case',
+  'catch',
+  'class',
+  'const',
+  'continue',
+  'debugger',
+  'default',
+  'delete',
+  'do',
+  'else',
+  'export',
+  'extends',
+  'finally',
+  'for',
+  'function',
+  'if',
+  'import',
+  'in',
+  'instanceof',
+  'new',
+  'return',
+  'super',
+  'switch',
+  'this',
+  'throw',
+  'try',
+  'typeof',
+  'var',
+  'void',
+  'while',
+  'with',
+  'yield',
+  'let',
+  'await',
+  'null',
+  'true',
+  'false',
+  'of',
 ]);
 /** Keywords followed by a parenthesised *expression* (not a statement head like `if (`). */
-const EXPR_KEYWORDS = new Set(['return', 'typeof', 'void', 'await', 'yield', 'case', 'in', 'of', 'delete', 'throw', 'else', 'do', 'instanceof']);
+const EXPR_KEYWORDS = new Set([
+  'return',
+  'typeof',
+  'void',
+  'await',
+  'yield',
+  'case',
+  'in',
+  'of',
+  'delete',
+  'throw',
+  'else',
+  'do',
+  'instanceof',
+]);
 const GLOBAL_VALUES: Record<string, ValueType> = {
-  Math: t('Math'), JSON: t('JSON'), Object: t('Object'), Array: t('Array'), Number: t('Number'), String: t('String'),
-  NaN: NUM, Infinity: NUM, undefined: t('undefined'),
+  Math: t('Math'),
+  JSON: t('JSON'),
+  Object: t('Object'),
+  Array: t('Array'),
+  Number: t('Number'),
+  String: t('String'),
+  NaN: NUM,
+  Infinity: NUM,
+  undefined: t('undefined'),
 };
 const GLOBAL_CALLS: Record<string, ValueType> = {
-  String: STR, Number: NUM, parseInt: NUM, parseFloat: NUM, Boolean: BOOL, isNaN: BOOL, isFinite: BOOL,
-  Array: { type: 'array', element: 'unknown' }, Object: t('object'), RegExp: t('RegExp'),
+  String: STR,
+  Number: NUM,
+  parseInt: NUM,
+  parseFloat: NUM,
+  Boolean: BOOL,
+  isNaN: BOOL,
+  isFinite: BOOL,
+  Array: { type: 'array', element: 'unknown' },
+  Object: t('object'),
+  RegExp: t('RegExp'),
 };
 const CONSTRUCTED: Record<string, ValueType> = {
-  Map: t('Map'), Set: t('Set'), RegExp: t('RegExp'), Object: t('object'), String: STR, Number: NUM, Boolean: BOOL,
+  Map: t('Map'),
+  Set: t('Set'),
+  RegExp: t('RegExp'),
+  Object: t('object'),
+  String: STR,
+  Number: NUM,
+  Boolean: BOOL,
   Array: { type: 'array', element: 'unknown' },
 };
 /** Callback parameter types of higher-order methods: per receiver type, per method, per parameter. */
@@ -68,9 +139,20 @@ type ParamRef = 'element' | 'number' | 'string' | 'receiver' | 'unknown';
 const ITERATE: ParamRef[] = ['element', 'number', 'receiver'];
 const CALLBACK_PARAMS: Partial<Record<TypeName, Record<string, ParamRef[]>>> = {
   array: {
-    map: ITERATE, filter: ITERATE, forEach: ITERATE, some: ITERATE, every: ITERATE, find: ITERATE, findIndex: ITERATE,
-    findLast: ITERATE, findLastIndex: ITERATE, flatMap: ITERATE, reduce: ['unknown', 'element', 'number', 'receiver'],
-    reduceRight: ['unknown', 'element', 'number', 'receiver'], sort: ['element', 'element'], toSorted: ['element', 'element'],
+    map: ITERATE,
+    filter: ITERATE,
+    forEach: ITERATE,
+    some: ITERATE,
+    every: ITERATE,
+    find: ITERATE,
+    findIndex: ITERATE,
+    findLast: ITERATE,
+    findLastIndex: ITERATE,
+    flatMap: ITERATE,
+    reduce: ['unknown', 'element', 'number', 'receiver'],
+    reduceRight: ['unknown', 'element', 'number', 'receiver'],
+    sort: ['element', 'element'],
+    toSorted: ['element', 'element'],
   },
   string: { replace: ['string'], replaceAll: ['string'] },
   Map: { forEach: ['unknown', 'unknown', 'receiver'] },
@@ -104,7 +186,8 @@ export function memberSite(lexer: JsLexer): { dotIndex: number; dot: number; par
   const isDot = (k: JsToken | undefined) => k !== undefined && k.kind === 'punct' && (k.text === '.' || k.text === '?.');
   if (isDot(last)) return { dotIndex: n - 1, dot: last.start, partial: '', optional: last.text === '?.' };
   const dot = toks[n - 2];
-  if (last.kind === 'ident' && isDot(dot) && dot!.end === last.start) return { dotIndex: n - 2, dot: dot!.start, partial: last.text, optional: dot!.text === '?.' };
+  if (last.kind === 'ident' && isDot(dot) && dot!.end === last.start)
+    return { dotIndex: n - 2, dot: dot!.start, partial: last.text, optional: dot!.text === '?.' };
   return null;
 }
 
@@ -220,21 +303,27 @@ class Inference {
   /** The postfix expression (primary plus member/call/index chain) ending at token j, or null. */
   private exprEndingAt(j: number): { type: ValueType; start: number } | null {
     if (j < 0) return null;
-    return this.guarded({ type: UNKNOWN, start: j }, () => { // out of depth or budget: an expression we cannot type
+    return this.guarded({ type: UNKNOWN, start: j }, () => {
+      // out of depth or budget: an expression we cannot type
       const k = this.toks[j]!;
       switch (k.kind) {
-        case 'number': return { type: NUM, start: j };
-        case 'string': return { type: STR, start: j };
-        case 'regex': return { type: t('RegExp'), start: j };
+        case 'number':
+          return { type: NUM, start: j };
+        case 'string':
+          return { type: STR, start: j };
+        case 'regex':
+          return { type: t('RegExp'), start: j };
         case 'template':
           if (k.part === 'full') return { type: STR, start: j };
           return k.part === 'tail' ? { type: STR, start: this.templateStart(j) } : null;
-        case 'ident': return this.identExpr(j);
+        case 'ident':
+          return this.identExpr(j);
         case 'punct':
           if (k.text === ')') return this.callOrParens(j);
           if (k.text === ']') return this.indexOrArray(j);
           return null;
-        default: return null;
+        default:
+          return null;
       }
     });
   }
@@ -419,7 +508,9 @@ class Inference {
       const v = this.typeOfRange(this.next(n), this.initEnd(this.next(n), use));
       if (v.type !== 'unknown') return v;
       if (this.isDecl(p)) {
-        const tag = this.commentsBefore(p).map(jsdocTypeTag).find((x) => x !== undefined);
+        const tag = this.commentsBefore(p)
+          .map(jsdocTypeTag)
+          .find((x) => x !== undefined);
         return tag === undefined ? UNKNOWN : parseJsdocType(tag);
       }
       return null; // an assignment we cannot type: look further back
@@ -444,8 +535,22 @@ class Inference {
       if (this.spent()) break;
       const k = this.toks[i]!;
       if (k.kind === 'comment') continue;
-      if (depth === 0 && i > a && k.nl && this.endsExpr(last) && (k.kind !== 'punct' || k.text === '{') && !this.word(i, 'instanceof') && !this.word(i, 'in')) break;
-      if (k.kind === 'ident' && depth === 0 && ['const', 'let', 'var', 'return', 'if', 'for', 'while', 'function', 'class'].includes(k.text)) break;
+      if (
+        depth === 0 &&
+        i > a &&
+        k.nl &&
+        this.endsExpr(last) &&
+        (k.kind !== 'punct' || k.text === '{') &&
+        !this.word(i, 'instanceof') &&
+        !this.word(i, 'in')
+      )
+        break;
+      if (
+        k.kind === 'ident' &&
+        depth === 0 &&
+        ['const', 'let', 'var', 'return', 'if', 'for', 'while', 'function', 'class'].includes(k.text)
+      )
+        break;
       if (k.kind === 'template') depth += k.part === 'head' ? 1 : k.part === 'tail' ? -1 : 0;
       if (k.kind === 'punct') {
         if (k.text === '(' || k.text === '[' || k.text === '{') depth++;

@@ -97,7 +97,10 @@ function header(kind: ArgKind): string {
 }
 
 function testsFor(inputs: Value[], outputs: Value[]): string {
-  return inputs.map((x, i) => `console.assert(JSON.stringify(f(${literal(x)})) === ${JSON.stringify(JSON.stringify(outputs[i]))});`).join('\n') + '\n';
+  return (
+    inputs.map((x, i) => `console.assert(JSON.stringify(f(${literal(x)})) === ${JSON.stringify(JSON.stringify(outputs[i]))});`).join('\n') +
+    '\n'
+  );
 }
 
 /** Runs a body (a statement over the concept's argument) in-process: how the repair family finds a bug's wrong output. */

@@ -21,7 +21,10 @@ const split = { seed: 5, heldoutShare: 0.25, rlShare: 0.25, valShare: 0.1 };
 
 describe('taskSetFromSuite', () => {
   test('splits are disjoint and cover the file; tests-only tasks never land in train or val', () => {
-    const tasks = [...Array.from({ length: 30 }, (_, i) => task(`s/${i}`, true)), ...Array.from({ length: 6 }, (_, i) => task(`u/${i}`, false))];
+    const tasks = [
+      ...Array.from({ length: 30 }, (_, i) => task(`s/${i}`, true)),
+      ...Array.from({ length: 6 }, (_, i) => task(`u/${i}`, false)),
+    ];
     const set = taskSetFromSuite(tasks, 'mine.jsonl', split);
     const ids = (k: 'train' | 'val' | 'rl' | 'heldout') => set[k].map((t) => t.task_id);
     const all = [...ids('train'), ...ids('val'), ...ids('rl'), ...ids('heldout')];
@@ -36,7 +39,8 @@ describe('taskSetFromSuite', () => {
     expect(set.val.length).toBe(2);
     // the six tests-only tasks go to held-out first
     expect(ids('heldout').filter((id) => id.startsWith('u/'))).toHaveLength(6);
-    for (const k of ['train', 'val', 'rl', 'heldout'] as const) for (const t of set[k]) expect(t.meta).toMatchObject({ split: k, family: 'suite', source: 'mine.jsonl' });
+    for (const k of ['train', 'val', 'rl', 'heldout'] as const)
+      for (const t of set[k]) expect(t.meta).toMatchObject({ split: k, family: 'suite', source: 'mine.jsonl' });
     expect(taskSetFromSuite(tasks, 'mine.jsonl', split)).toEqual(set);
     expect(ids('heldout')).not.toEqual(taskSetFromSuite(tasks, 'mine.jsonl', { ...split, seed: 6 }).heldout.map((t) => t.task_id));
   });
@@ -45,7 +49,10 @@ describe('taskSetFromSuite', () => {
     const b = buildTaskSet({ seed: 2, families: ['spec', 'io'], noise: 0.3 });
     const file = [...b.train, ...b.heldout];
     const set = taskSetFromSuite(
-      suiteJsonl(file).trim().split('\n').map((l) => JSON.parse(l) as Task),
+      suiteJsonl(file)
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l) as Task),
       'export.jsonl',
       split,
     );
@@ -54,12 +61,16 @@ describe('taskSetFromSuite', () => {
     const noisy = set.train.find((t) => t.meta.noisy);
     expect(noisy).toBeDefined();
     expect(noisy!.demonstration).not.toBe(noisy!.reference);
-    expect(noisy!.reference).toBe(b.train.find((t) => t.task_id === noisy!.task_id)?.reference ?? b.val.find((t) => t.task_id === noisy!.task_id)?.reference);
+    expect(noisy!.reference).toBe(
+      b.train.find((t) => t.task_id === noisy!.task_id)?.reference ?? b.val.find((t) => t.task_id === noisy!.task_id)?.reference,
+    );
   });
 
   test('a file that leaves SFT nothing is refused, naming the counts', () => {
     const tasks = [task('a', true), ...Array.from({ length: 5 }, (_, i) => task(`u${i}`, false))];
-    expect(() => taskSetFromSuite(tasks, 'few.jsonl', { ...split, heldoutShare: 0.5, rlShare: 0.45 })).toThrow(/few\.jsonl: .*no task with a canonical_solution is left for SFT \(1 of 6 have one\)/);
+    expect(() => taskSetFromSuite(tasks, 'few.jsonl', { ...split, heldoutShare: 0.5, rlShare: 0.45 })).toThrow(
+      /few\.jsonl: .*no task with a canonical_solution is left for SFT \(1 of 6 have one\)/,
+    );
   });
 });
 
@@ -75,9 +86,15 @@ describe('readSuiteSource', () => {
 
   test('any load issue, too few tasks, or no solutions is an error naming the file', async () => {
     const bad = jsonl([task('a', true), task('b', false), task('c', false)]) + '{"task_id": "d"}\nnot json\n';
-    await expect(readSuiteSource(bad, 'bad.jsonl')).rejects.toThrow(/^bad\.jsonl: 5 problems in the suite: bad\.jsonl:4: missing field .language.;.*bad\.jsonl:5: bad JSON/);
-    await expect(readSuiteSource(jsonl([task('a', true), task('b', true)]), 'two.jsonl')).rejects.toThrow('two.jsonl: a run needs at least 3 tasks (train, RL and held-out), the file has 2');
-    await expect(readSuiteSource(jsonl([task('a', false), task('b', false), task('c', false)]), 'none.jsonl')).rejects.toThrow(SuiteSourceError);
+    await expect(readSuiteSource(bad, 'bad.jsonl')).rejects.toThrow(
+      /^bad\.jsonl: 5 problems in the suite: bad\.jsonl:4: missing field .language.;.*bad\.jsonl:5: bad JSON/,
+    );
+    await expect(readSuiteSource(jsonl([task('a', true), task('b', true)]), 'two.jsonl')).rejects.toThrow(
+      'two.jsonl: a run needs at least 3 tasks (train, RL and held-out), the file has 2',
+    );
+    await expect(readSuiteSource(jsonl([task('a', false), task('b', false), task('c', false)]), 'none.jsonl')).rejects.toThrow(
+      SuiteSourceError,
+    );
     await expect(readSuiteSource('', 'empty.jsonl')).rejects.toThrow(/empty\.jsonl/);
   });
 });

@@ -47,10 +47,13 @@ export async function readSuiteSource(text: string, name: string): Promise<{ tas
   const { items, issues } = parseSuite(text, name);
   if (issues.length) {
     const shown = issues.slice(0, 5).map(formatIssue).join('; ');
-    throw new SuiteSourceError(`${name}: ${issues.length} problem${issues.length > 1 ? 's' : ''} in the suite: ${shown}${issues.length > 5 ? '; …' : ''}`);
+    throw new SuiteSourceError(
+      `${name}: ${issues.length} problem${issues.length > 1 ? 's' : ''} in the suite: ${shown}${issues.length > 5 ? '; …' : ''}`,
+    );
   }
   const withSolution = items.filter((t) => t.canonical_solution !== undefined).length;
-  if (items.length < 3) throw new SuiteSourceError(`${name}: a run needs at least 3 tasks (train, RL and held-out), the file has ${items.length}`);
+  if (items.length < 3)
+    throw new SuiteSourceError(`${name}: a run needs at least 3 tasks (train, RL and held-out), the file has ${items.length}`);
   if (withSolution < 1) {
     throw new SuiteSourceError(`${name}: no task has a canonical_solution, so SFT has nothing to imitate; add solutions to some tasks`);
   }
@@ -72,8 +75,14 @@ export interface SuiteSplitOptions {
  */
 export function taskSetFromSuite(tasks: readonly Task[], name: string, o: SuiteSplitOptions): TaskSet {
   const rng = new Rng((o.seed ^ 0x5717e) >>> 0);
-  const solved = shuffle(tasks.filter((t) => t.canonical_solution !== undefined), rng);
-  const unsolved = shuffle(tasks.filter((t) => t.canonical_solution === undefined), rng);
+  const solved = shuffle(
+    tasks.filter((t) => t.canonical_solution !== undefined),
+    rng,
+  );
+  const unsolved = shuffle(
+    tasks.filter((t) => t.canonical_solution === undefined),
+    rng,
+  );
   const n = tasks.length;
   const nHeld = Math.max(1, Math.round(n * o.heldoutShare));
   const nRl = Math.max(1, Math.round(n * o.rlShare));
@@ -92,12 +101,19 @@ export function taskSetFromSuite(tasks: readonly Task[], name: string, o: SuiteS
   }
   const nVal = Math.min(train.length - 1, Math.round(train.length * o.valShare));
   const val = train.splice(0, nVal);
-  const as = (split: Split) => (t: Task): GeneratedTask => {
-    const family = typeof t.meta?.family === 'string' && t.meta.family ? t.meta.family : 'suite';
-    const reference = t.canonical_solution ?? '';
-    const demonstration = typeof t.meta?.demonstration === 'string' ? t.meta.demonstration : reference;
-    return { ...t, meta: { ...t.meta, family, split, concept: String(t.meta?.concept ?? t.task_id), source: name }, reference, demonstration };
-  };
+  const as =
+    (split: Split) =>
+    (t: Task): GeneratedTask => {
+      const family = typeof t.meta?.family === 'string' && t.meta.family ? t.meta.family : 'suite';
+      const reference = t.canonical_solution ?? '';
+      const demonstration = typeof t.meta?.demonstration === 'string' ? t.meta.demonstration : reference;
+      return {
+        ...t,
+        meta: { ...t.meta, family, split, concept: String(t.meta?.concept ?? t.task_id), source: name },
+        reference,
+        demonstration,
+      };
+    };
   const byId = (a: Task, b: Task) => (a.task_id < b.task_id ? -1 : a.task_id > b.task_id ? 1 : 0);
   return {
     seed: o.seed,

@@ -78,12 +78,15 @@ export function buildTaskSet(opts: TaskSetOptions): TaskSet {
   const { seed } = opts;
   if (!Number.isInteger(seed)) throw new Error(`task set: seed must be an integer, got ${seed}`);
   const families = opts.families ?? FAMILIES;
-  for (const f of families) if (!FAMILIES.includes(f)) throw new Error(`task set: unknown family "${f}" (families: ${FAMILIES.join(', ')})`);
+  for (const f of families)
+    if (!FAMILIES.includes(f)) throw new Error(`task set: unknown family "${f}" (families: ${FAMILIES.join(', ')})`);
   const splitBy = opts.splitBy ?? 'concept';
   if (splitBy !== 'concept' && splitBy !== 'task') throw new Error(`task set: splitBy must be concept or task, got "${String(splitBy)}"`);
   const set: TaskSet = { seed, train: [], val: [], rl: [], heldout: [] };
   const shared = splitConcepts(seed, opts.heldoutShare, opts.rlShare);
-  const perFamily = new Map(families.map((f, i) => [f, splitBy === 'task' ? splitConcepts((seed * 7919 + i + 1) >>> 0, opts.heldoutShare, opts.rlShare) : shared]));
+  const perFamily = new Map(
+    families.map((f, i) => [f, splitBy === 'task' ? splitConcepts((seed * 7919 + i + 1) >>> 0, opts.heldoutShare, opts.rlShare) : shared]),
+  );
   for (const concept of allConcepts()) {
     for (const f of families) {
       const split = perFamily.get(f)!.get(concept.key)!;
@@ -93,7 +96,8 @@ export function buildTaskSet(opts: TaskSetOptions): TaskSet {
   const noise = opts.noise ?? 0;
   if (!(noise >= 0 && noise < 1)) throw new Error(`task set: noise must be in [0, 1), got ${noise}`);
   const noiseBugs = opts.noiseBugs ?? 'any';
-  if (noiseBugs !== 'any' && noiseBugs !== 'operator') throw new Error(`task set: noiseBugs must be any or operator, got "${String(noiseBugs)}"`);
+  if (noiseBugs !== 'any' && noiseBugs !== 'operator')
+    throw new Error(`task set: noiseBugs must be any or operator, got "${String(noiseBugs)}"`);
   if (noise > 0) {
     const nrng = new Rng(seed ^ 0x6e015e);
     const concepts = new Map(allConcepts().map((c) => [c.key, c]));
@@ -132,7 +136,9 @@ export function toSuite(tasks: readonly GeneratedTask[]): Task[] {
 
 /** JSONL text of a split, one task a line. */
 export function suiteJsonl(tasks: readonly GeneratedTask[]): string {
-  return toSuite(tasks)
-    .map((t) => JSON.stringify(t))
-    .join('\n') + '\n';
+  return (
+    toSuite(tasks)
+      .map((t) => JSON.stringify(t))
+      .join('\n') + '\n'
+  );
 }

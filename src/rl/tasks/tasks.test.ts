@@ -65,21 +65,27 @@ describe('task set', () => {
 });
 
 describe('task set in the sandbox', () => {
-  test('every reference passes all its tests; a body that returns nothing passes none; each repair task\'s bug fails', async () => {
+  test("every reference passes all its tests; a body that returns nothing passes none; each repair task's bug fails", async () => {
     const tasks = all();
     const completions = tasks.flatMap((t) => [
       { task_id: t.task_id, completion: t.reference },
       { task_id: t.task_id, completion: '  return undefined;\n}\n' },
     ]);
     const records = await scoreCompletions(pool, tasks, completions);
-    const failedRefs = records.filter((r, i) => i % 2 === 0 && !r.passed).map((r) => `${r.task_id}: ${r.verdict} ${r.message ?? ''} ${JSON.stringify(r.tests.find((x) => x.status !== 'passed'))}`);
+    const failedRefs = records
+      .filter((r, i) => i % 2 === 0 && !r.passed)
+      .map((r) => `${r.task_id}: ${r.verdict} ${r.message ?? ''} ${JSON.stringify(r.tests.find((x) => x.status !== 'passed'))}`);
     expect(failedRefs).toEqual([]);
     for (const [i, r] of records.entries()) {
       if (i % 2 === 1) expect(r.tests_passed, r.task_id).toBe(0);
       else expect(r.tests_total).toBeGreaterThanOrEqual(5);
     }
     const repairs = tasks.filter((t) => t.meta.family === 'repair');
-    const bugRecords = await scoreCompletions(pool, repairs, repairs.map((t) => ({ task_id: t.task_id, completion: `  ${String(t.meta.bug)}\n}\n` })));
+    const bugRecords = await scoreCompletions(
+      pool,
+      repairs,
+      repairs.map((t) => ({ task_id: t.task_id, completion: `  ${String(t.meta.bug)}\n}\n` })),
+    );
     expect(bugRecords.filter((r) => r.passed).map((r) => r.task_id)).toEqual([]);
   }, 240_000);
 });
@@ -90,7 +96,8 @@ describe('task-level splits', () => {
     const ids = [...s.train, ...s.val, ...s.rl, ...s.heldout].map((t) => t.task_id);
     expect(new Set(ids).size).toBe(ids.length);
     expect(ids.length).toBe(allConcepts().length * FAMILIES.length);
-    for (const f of FAMILIES) for (const t of TEMPLATES) expect(s.heldout.some((x) => x.meta.family === f && x.meta.concept.startsWith(`${t.id}/`))).toBe(true);
+    for (const f of FAMILIES)
+      for (const t of TEMPLATES) expect(s.heldout.some((x) => x.meta.family === f && x.meta.concept.startsWith(`${t.id}/`))).toBe(true);
     const trainConcepts = new Set([...s.train, ...s.val].map((t) => t.meta.concept));
     expect(s.heldout.some((t) => trainConcepts.has(t.meta.concept))).toBe(true);
     expect(() => buildTaskSet({ seed: 1, splitBy: 'x' as never })).toThrow(/splitBy must be concept or task/);

@@ -38,9 +38,10 @@ export async function wsListener(): Promise<Listener> {
   return {
     port: (server.address() as AddressInfo).port,
     count: () => n,
-    close: () => new Promise((r) => {
-      server.closeAllConnections();
-      server.close(() => r());
-    }),
+    close: () =>
+      new Promise((r) => {
+        server.closeAllConnections();
+        server.close(() => r());
+      }),
   };
 }

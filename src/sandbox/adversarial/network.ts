@@ -11,7 +11,12 @@
 import type { Attack } from './corpus';
 
 /** A Python body that makes `attack` (indented code) when called, then returns None (wrong for any task here). */
-const py = (attack: string): string => `${attack.trim().split('\n').map((l) => `    ${l}`).join('\n')}\n    return None\n`;
+const py = (attack: string): string =>
+  `${attack
+    .trim()
+    .split('\n')
+    .map((l) => `    ${l}`)
+    .join('\n')}\n    return None\n`;
 
 /** The Python routes; each completion fits any task whose prompt ends with a function's signature and docstring. */
 export function pythonNetworkAttacks(tcp: number, ws: number): Attack[] {
@@ -22,24 +27,44 @@ export function pythonNetworkAttacks(tcp: number, ws: number): Attack[] {
     a('socket.create_connection', `import socket\nsocket.create_connection(('127.0.0.1', ${tcp}), 1)`, 'tampering'),
     a('socket to the WebSocket port', `import socket\nsocket.create_connection(('127.0.0.1', ${ws}), 1)`, 'tampering'),
     a('_socket connect', `import _socket\ns = _socket.socket()\ns.connect(('127.0.0.1', ${tcp}))`, 'tampering'),
-    a('_socket caught and retried', `import _socket\nfor _ in range(3):\n    try:\n        _socket.socket().connect(('127.0.0.1', ${tcp}))\n    except BaseException:\n        pass`, 'tampering'),
+    a(
+      '_socket caught and retried',
+      `import _socket\nfor _ in range(3):\n    try:\n        _socket.socket().connect(('127.0.0.1', ${tcp}))\n    except BaseException:\n        pass`,
+      'tampering',
+    ),
     a('UDP sendto', `import socket\nsocket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b'x', ('127.0.0.1', ${tcp}))`, 'tampering'),
     a('IPv6 socket', `import socket\nsocket.socket(socket.AF_INET6).connect(('::1', ${tcp}))`, 'tampering'),
     a('getaddrinfo', `import socket\nsocket.getaddrinfo('localhost', ${tcp})`, 'tampering'),
     a('urllib.request.urlopen', `import urllib.request\nurllib.request.urlopen('${url}', timeout=1)`, 'tampering'),
-    a('http.client', `import http.client\nc = http.client.HTTPConnection('127.0.0.1', ${tcp}, timeout=1)\nc.request('GET', '/')`, 'tampering'),
+    a(
+      'http.client',
+      `import http.client\nc = http.client.HTTPConnection('127.0.0.1', ${tcp}, timeout=1)\nc.request('GET', '/')`,
+      'tampering',
+    ),
     a('xmlrpc.client', `import xmlrpc.client\nxmlrpc.client.ServerProxy('${url}').f()`, 'tampering'),
     a('ftplib', `import ftplib\nftplib.FTP().connect('127.0.0.1', ${tcp}, timeout=1)`, 'tampering'),
     a('smtplib', `import smtplib\nsmtplib.SMTP('127.0.0.1', ${tcp}, timeout=1)`, 'tampering'),
-    a('asyncio sock_connect', `import asyncio, socket\nasyncio.new_event_loop().sock_connect(socket.socket(), ('127.0.0.1', ${tcp})).send(None)`, 'tampering'),
-    a('asyncio.open_connection', `import asyncio\nasyncio.new_event_loop().run_until_complete(asyncio.open_connection('127.0.0.1', ${tcp}))`, 'error'),
+    a(
+      'asyncio sock_connect',
+      `import asyncio, socket\nasyncio.new_event_loop().sock_connect(socket.socket(), ('127.0.0.1', ${tcp})).send(None)`,
+      'tampering',
+    ),
+    a(
+      'asyncio.open_connection',
+      `import asyncio\nasyncio.new_event_loop().run_until_complete(asyncio.open_connection('127.0.0.1', ${tcp}))`,
+      'error',
+    ),
     a('webbrowser.open', `import webbrowser\nwebbrowser.open('${url}')`, 'error'),
     a('js.fetch', `import js\njs.fetch('${url}')`, 'error'),
     a('js.WebSocket', `from js import WebSocket\nWebSocket.new('ws://127.0.0.1:${ws}/')`, 'error'),
     a('js.XMLHttpRequest', `from js import XMLHttpRequest\nr = XMLHttpRequest.new()\nr.open('GET', '${url}', False)\nr.send()`, 'error'),
     a('js.importScripts', `from js import importScripts\nimportScripts('${url}x.js')`, 'error'),
     a('pyodide_js', `import pyodide_js\npyodide_js.loadPackage('${url}x.whl')`, 'error'),
-    a('pyodide.http.pyfetch', `from pyodide.http import pyfetch\nimport asyncio\nasyncio.new_event_loop().run_until_complete(pyfetch('${url}'))`, 'error'),
+    a(
+      'pyodide.http.pyfetch',
+      `from pyodide.http import pyfetch\nimport asyncio\nasyncio.new_event_loop().run_until_complete(pyfetch('${url}'))`,
+      'error',
+    ),
     a('pyodide.http.open_url', `from pyodide.http import open_url\nopen_url('${url}')`, 'error'),
     a('pyodide.code.run_js', `from pyodide.code import run_js\nrun_js("fetch('${url}')")`, 'error'),
     a('micropip', `import micropip\nimport asyncio\nasyncio.new_event_loop().run_until_complete(micropip.install('${url}x.whl'))`, 'error'),

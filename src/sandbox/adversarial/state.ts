@@ -104,7 +104,7 @@ def _leaks():
 `;
 
 /** The same for JavaScript (a fresh QuickJS runtime per run): globals and prototypes. */
-export const JS_STATE_WRITER = "  return []\n}\nglobalThis.coderlLeak = 1\nvar coderlVar = 2\nObject.prototype.coderlLeak = 3\nArray.prototype.coderlLeak = 4\n";
+export const JS_STATE_WRITER =
+  '  return []\n}\nglobalThis.coderlLeak = 1\nvar coderlVar = 2\nObject.prototype.coderlLeak = 3\nArray.prototype.coderlLeak = 4\n';
 export const jsStateReader = (right: string): string =>
   `  const found = [typeof coderlLeak, typeof coderlVar, typeof ({}).coderlLeak, typeof [].coderlLeak].filter((t) => t !== 'undefined')\n  console.log(JSON.stringify(found))\n  return found.length ? (${right}) : []\n}\n`;
-
