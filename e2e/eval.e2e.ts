@@ -19,7 +19,7 @@ import { createAnalyzer } from '../src/analysis';
 import { LIFE_LOCK_PREFIX } from '../src/rl/life-lock';
 import { nodeWasmLoader } from '../src/analysis/wasm-node';
 import { createBackend } from '../src/model/backend';
-import { loadModel, saveModel } from '../src/model/checkpoint';
+import { loadModel, saveModel } from '../src/model/model-file';
 import { DEFAULT_OPTIM } from '../src/model/optim';
 import { evalSuite, planEval, type EvalSuiteResult } from '../src/rl/eval-suite';
 import { createNodePool } from '../src/sandbox/pool.node';

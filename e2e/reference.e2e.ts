@@ -14,7 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { loadModel } from '../src/model/checkpoint';
+import { loadModel } from '../src/model/model-file';
 import { exportOnnx } from '../src/onnx/export';
 import { bigramForSuite } from '../src/onnx/testing';
 import { MINI_RUN } from '../src/rl/testing';

@@ -1,7 +1,7 @@
 /**
  * A real stored run for e2e tests that inspect one, without training in the browser: the
  * pipeline runs in Node on the cpu backend (the float64 reference model, a real sandbox pool and
- * analyzer) into a MemoryStore, and the test writes its files into the page's OPFS run directory.
+ * analyzer) into a MemoryRunDir, and the test writes its files into the page's OPFS run directory.
  * A miniature run (MINI_RUN with two PPO iterations) takes a few seconds. Also the OPFS helpers
  * the e2e tests share: write a run, list its files, read one.
  */
@@ -11,7 +11,7 @@ import { nodeWasmLoader } from '../src/analysis/wasm-node';
 import { createBackend } from '../src/model/backend';
 import { mergeConfig, resolveConfig } from '../src/rl/config';
 import { runPipeline, type Summary } from '../src/rl/pipeline';
-import { MemoryStore } from '../src/rl/store';
+import { MemoryRunDir } from '../src/rl/run-dir';
 import { MINI_RUN } from '../src/rl/testing';
 import { createNodePool } from '../src/sandbox/pool.node';
 
@@ -28,7 +28,7 @@ export async function nodeRun(seed = 1, overrides: unknown = {}): Promise<NodeRu
     mergeConfig(mergeConfig(structuredClone(MINI_RUN), { rl: { iterations: 2, samplesPerPrompt: 3 } }), overrides),
   );
   const [pool, analyzer] = await Promise.all([createNodePool({ size: 1 }), createAnalyzer(nodeWasmLoader)]);
-  const store = new MemoryStore();
+  const store = new MemoryRunDir();
   try {
     const summary = await runPipeline({
       cfg,

@@ -4,7 +4,7 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { saveModel } from '../model/checkpoint';
+import { saveModel } from '../model/model-file';
 import { inspectOnnxModel } from '../onnx/import';
 import { BIGRAM_SUITE, bigramForSuite, byteTokenizer, TINY, tinySnapshot } from '../onnx/testing';
 import { main } from './main';

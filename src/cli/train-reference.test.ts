@@ -8,7 +8,7 @@ import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:f
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { loadModel } from '../model/checkpoint';
+import { loadModel } from '../model/model-file';
 import { exportOnnx } from '../onnx/export';
 import { bigramForSuite, tinySnapshot } from '../onnx/testing';
 import { MINI_RUN } from '../rl/testing';

@@ -82,8 +82,8 @@ export interface GroupStats {
   ranks: number[];
   /**
    * per record: the GRPO-style group-normalised advantage, (total - group mean) / group std
-   * (population std, as rl/ppo.ts groupAdvantages), and 0 when the group's totals are all
-   * equal (a one-member group included). rl/ppo.ts adds eps = 1e-6 to the std; this does not.
+   * (population std, as rl/advantages.ts groupAdvantages), and 0 when the group's totals are all
+   * equal (a one-member group included). rl/advantages.ts adds eps = 1e-6 to the std; this does not.
    */
   advantages: number[];
   /** per record: the index of its group in `groups` */

@@ -2,7 +2,7 @@ import { describe, expect, test } from 'vitest';
 import { trainTokenizer, Tokenizer } from '../tokenizer';
 import { testRuntime } from '../testing/gpu';
 import { createBackend, type BackendKind } from './backend';
-import { loadModel, saveModel } from './checkpoint';
+import { loadModel, saveModel } from './model-file';
 import type { ModelConfig } from './config';
 import { initParams } from './init';
 import { DEFAULT_OPTIM, type TokenBatch } from './optim';

@@ -12,7 +12,7 @@ import { CpuTrainer } from './cpu-train';
 import { generate, type GenerateOptions, type GenerateResult } from './generate';
 import { GpuModel } from './gpu';
 import { GpuTrainer } from './gpu-train';
-import type { OptimizerState } from './checkpoint';
+import type { OptimizerState } from './model-file';
 import type { OptimConfig, RlBatch, TokenBatch } from './optim';
 
 export type BackendKind = 'cpu' | 'webgpu';

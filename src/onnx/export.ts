@@ -18,7 +18,7 @@
  * attention_mask[b, j] = 1 (a padding query sees only itself, so no row is all-masked). The KV
  * variant with past_sequence = 0 is the prefill. GELU is GPT-2's tanh form, as in kernels/gelu.ts.
  */
-import type { ModelSnapshot } from '../model/checkpoint';
+import type { ModelSnapshot } from '../model/model-file';
 import type { ModelConfig } from '../model/config';
 import { LAYERNORM_EPS } from '../kernels/layernorm';
 import { layerParam, paramTable, view } from '../model/params';

@@ -12,7 +12,7 @@ import { DEFAULT_REWARD } from '../reward/reward';
 import { mergeConfig, resolveConfig } from '../rl/config';
 import { scoreActions } from '../rl/episodes';
 import { evaluate } from '../rl/evaluate';
-import { KlController } from '../rl/ppo';
+import { KlController } from '../rl/advantages';
 import { ppoIteration } from '../rl/ppo-loop';
 import { sampleTasks } from '../rl/sample';
 import { buildTaskSet } from '../rl/tasks';

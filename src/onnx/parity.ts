@@ -11,7 +11,7 @@
  * "near zero": a logit of 1e-7 is compared against the typical logit, not against itself.
  */
 import type { GpuRuntime } from '../gpu/runtime';
-import type { ModelSnapshot } from '../model/checkpoint';
+import type { ModelSnapshot } from '../model/model-file';
 import { CpuModel, type ForwardInput } from '../model/cpu';
 import { GpuModel } from '../model/gpu';
 import { Rng } from '../util/random';

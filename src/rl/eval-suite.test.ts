@@ -12,7 +12,7 @@ import { createAnalyzer, type Analyzer } from '../analysis';
 import { nodeWasmLoader } from '../analysis/wasm-node';
 import { main } from '../cli/main';
 import { createBackend, type PolicyBackend } from '../model/backend';
-import { saveModel } from '../model/checkpoint';
+import { saveModel } from '../model/model-file';
 import type { ModelConfig } from '../model/config';
 import { initParams } from '../model/init';
 import { DEFAULT_OPTIM } from '../model/optim';

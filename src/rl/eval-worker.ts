@@ -15,7 +15,7 @@ import { browserWasmLoader } from '../analysis/wasm-browser';
 import { browserProvider } from '../gpu/provider';
 import { GpuRuntime } from '../gpu/runtime';
 import { createBackend, type PolicyBackend } from '../model/backend';
-import { loadModel } from '../model/checkpoint';
+import { loadModel } from '../model/model-file';
 import { DEFAULT_OPTIM } from '../model/optim';
 import { browserOrt } from '../onnx/browser';
 import { importOnnxModel } from '../onnx/import';

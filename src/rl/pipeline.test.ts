@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, test, vi } from 'vitest';
 import { createAnalyzer, type Analyzer } from '../analysis';
 import { nodeWasmLoader } from '../analysis/wasm-node';
 import { createBackend } from '../model/backend';
-import { loadModel } from '../model/checkpoint';
+import { loadModel } from '../model/model-file';
 import { initParams } from '../model/init';
 import { DEFAULT_OPTIM } from '../model/optim';
 import { paramTable } from '../model/params';
@@ -18,11 +18,11 @@ import { testRuntime } from '../testing/gpu';
 import { trainTokenizer } from '../tokenizer';
 import { mergeConfig, resolveConfig, RL_PRESETS, type RlConfig } from './config';
 import { MINI_RUN } from './testing';
-import { KlController } from './ppo';
+import { KlController } from './advantages';
 import { ppoIteration, repairPrompt, type RolloutRecord } from './ppo-loop';
 import { runPipeline, StoppedError, type Summary } from './pipeline';
 import { readMetrics, readRollouts, rolloutIterations } from './run-files';
-import { MemoryStore, readJson } from './store';
+import { MemoryRunDir, readJson } from './run-dir';
 import { buildTaskSet, suiteJsonl } from './tasks';
 import { readSuiteSource } from './tasks/from-suite';
 
@@ -44,7 +44,7 @@ function miniConfig(over: unknown = {}): RlConfig {
   return resolveConfig('tiny', mergeConfig(base, over));
 }
 
-function run(cfg: RlConfig, store: MemoryStore, shouldStop?: () => boolean, suiteText?: string): Promise<Summary> {
+function run(cfg: RlConfig, store: MemoryRunDir, shouldStop?: () => boolean, suiteText?: string): Promise<Summary> {
   return runPipeline({
     suiteText,
     cfg,
@@ -57,8 +57,8 @@ function run(cfg: RlConfig, store: MemoryStore, shouldStop?: () => boolean, suit
   });
 }
 
-const text = (s: MemoryStore, name: string) => new TextDecoder().decode(s.files.get(name)!);
-const lines = (s: MemoryStore, name: string) =>
+const text = (s: MemoryRunDir, name: string) => new TextDecoder().decode(s.files.get(name)!);
+const lines = (s: MemoryRunDir, name: string) =>
   text(s, name)
     .trim()
     .split('\n')
@@ -66,7 +66,7 @@ const lines = (s: MemoryStore, name: string) =>
 
 describe('pipeline', () => {
   test('runs every stage and writes the run directory; a rerun resumes without redoing', async () => {
-    const store = new MemoryStore();
+    const store = new MemoryRunDir();
     const cfg = miniConfig({ rm: { objective: 'regression', steps: 2, batch: 4 } });
     const summary = await run(cfg, store);
     expect(summary).toMatchObject({ preset: 'tiny', seed: 3, backend: 'cpu', rl: { iterations: 2, algo: 'ppo' } });
@@ -136,7 +136,7 @@ describe('pipeline', () => {
     const it1 = (await readRollouts(store, 1))!;
     expect(it1[0]).toEqual(rollout);
     expect(await readRollouts(store, 9)).toBeNull();
-    const broken = new MemoryStore();
+    const broken = new MemoryRunDir();
     await broken.write('rollouts/iter-0001.jsonl', '{"completion":"x","tokens":[],"logprobs":[]}\n{oops\n');
     await expect(readRollouts(broken, 1)).rejects.toThrow(/rollouts\/iter-0001\.jsonl line 2: not valid JSON/);
     await broken.write('metrics.jsonl', '{"step":1}\n');
@@ -154,7 +154,7 @@ describe('pipeline', () => {
   }, 300_000);
 
   test('a stopped run resumes after its last finished iteration', async () => {
-    const store = new MemoryStore();
+    const store = new MemoryRunDir();
     const cfg = miniConfig({ rm: { enabled: false } });
     await expect(run(cfg, store, () => store.files.has('ppo-state.json'))).rejects.toThrow(StoppedError);
     const state = await readJson<{ iteration: number }>(store, 'ppo-state.json');
@@ -179,7 +179,7 @@ describe('tasks from a suite file', () => {
     const fileText = suiteJsonl([...b.train.slice(0, 40), ...b.rl.slice(0, 10), ...b.heldout.slice(0, 10)]);
     const { ref } = await readSuiteSource(fileText, 'mine.jsonl');
     const cfg = miniConfig({ rm: { enabled: false }, rl: { iterations: 1 }, tasks: { suite: ref, heldoutShare: 0.2, rlShare: 0.2 } });
-    const store = new MemoryStore();
+    const store = new MemoryRunDir();
     await expect(run(cfg, store)).rejects.toThrow(/suite file "mine\.jsonl", which is not in the run directory .*open the file again/);
     const summary = await run(cfg, store, () => store.files.has('sft.json'), fileText).catch((e: unknown) => e);
     expect(summary).toBeInstanceOf(StoppedError);
@@ -200,12 +200,12 @@ describe('tasks from a suite file', () => {
     expect(done.rl.iterations).toBe(1);
     expect(Object.keys(done.sft.heldout_by_family)).toEqual(['spec']);
     // a changed file under the same config is refused, naming it
-    const other = new MemoryStore();
+    const other = new MemoryRunDir();
     await expect(run(cfg, other, undefined, fileText.replace(/\n$/, '\n\n'))).rejects.toThrow(
       /suite file "mine\.jsonl" is not the one the run was started with/,
     );
     // a config naming an ONNX KL reference that is not given is refused before anything is written
-    const none = new MemoryStore();
+    const none = new MemoryRunDir();
     await expect(run(miniConfig({ rl: { reference: { name: 'm.onnx', sha256: 'ab'.repeat(32) } } }), none)).rejects.toThrow(
       /KL reference is the ONNX model "m\.onnx" \(SHA-256 abababababab…\), which was not given/,
     );
@@ -216,15 +216,15 @@ describe('tasks from a suite file', () => {
     // python tasks with JavaScript-only exploration are refused
     const py = fileText.replaceAll('"language":"javascript"', '"language":"python"');
     const pyRef = (await readSuiteSource(py, 'py.jsonl')).ref;
-    await expect(run(miniConfig({ tasks: { suite: pyRef }, explore: { syntax: true } }), new MemoryStore(), undefined, py)).rejects.toThrow(
-      /python tasks .*JavaScript only/,
-    );
+    await expect(
+      run(miniConfig({ tasks: { suite: pyRef }, explore: { syntax: true } }), new MemoryRunDir(), undefined, py),
+    ).rejects.toThrow(/python tasks .*JavaScript only/);
   }, 300_000);
 });
 
 describe('pause', () => {
   test('a paused run waits in the gate, writing nothing, and carries on where it was', async () => {
-    const store = new MemoryStore();
+    const store = new MemoryRunDir();
     const cfg = miniConfig({ rm: { enabled: false }, rl: { iterations: 1 } });
     let release: (() => void) | null = null;
     let calls = 0;
@@ -258,10 +258,10 @@ describe('pause', () => {
 describe('SFT resume', () => {
   test('a run stopped mid-SFT continues from its last validation and ends as the uninterrupted run does', async () => {
     const cfg = miniConfig({ rm: { enabled: false }, rl: { iterations: 1 }, sft: { maxSteps: 9, evalEvery: 3, patience: 10 } });
-    const whole = new MemoryStore();
+    const whole = new MemoryRunDir();
     const ref = await run(cfg, whole);
 
-    const store = new MemoryStore();
+    const store = new MemoryRunDir();
     const progressStep = () => (store.files.has('sft-progress.json') ? (JSON.parse(text(store, 'sft-progress.json')).step as number) : 0);
     // stop one step after the second validation (step 7): steps 1-6 are saved, step 7 is lost
     let stepsSeen = 0;
@@ -279,7 +279,7 @@ describe('SFT resume', () => {
     for (let i = 0; i < a.length; i++) diff = Math.max(diff, Math.abs(a[i]! - b[i]!));
     expect(diff).toBeLessThan(1e-5);
     // a progress file whose checkpoints are from another step is ignored: SFT starts over
-    const stale = new MemoryStore();
+    const stale = new MemoryRunDir();
     for (const f of ['sft-progress.json', 'sft-resume.ckpt', 'sft-best.ckpt']) await stale.write(f, store.files.get(f)!);
     await stale.write('sft-progress.json', JSON.stringify({ ...JSON.parse(text(store, 'sft-progress.json')), step: 3 }));
     expect((await run(cfg, stale)).sft).toEqual(ref.sft);

@@ -1,7 +1,7 @@
 /**
  * The staged pipeline, the same code headless (`coderl train`) and in the app:
  *   tasks + tokenizer -> SFT (early-stopped) -> reward model -> PPO / GRPO -> evaluation.
- * Everything a run makes goes to a RunStore: config.json, tasks/*.jsonl, tokenizer.json,
+ * Everything a run makes goes to a RunDir: config.json, tasks/*.jsonl, tokenizer.json,
  * metrics.jsonl (one JSON object per line, `stage` first), rollouts/iter-NNNN.jsonl,
  * checkpoints (sft.ckpt, rm.ckpt, policy.ckpt with its optimizer state), and summary.json.
  *
@@ -13,19 +13,19 @@
  * last finished iteration (at most the iteration in flight is lost). Seeds are derived from (seed, stage, iteration), so a resumed run samples
  * what the uninterrupted run would have.
  */
-import { loadModel, saveModel } from '../model/checkpoint';
+import { loadModel, saveModel } from '../model/model-file';
 import type { BackendKind, PolicyBackend } from '../model/backend';
 import type { ModelConfig } from '../model/config';
 import { initParams } from '../model/init';
 import { DEFAULT_OPTIM, type OptimConfig } from '../model/optim';
-import type { OptimizerState } from '../model/checkpoint';
+import type { OptimizerState } from '../model/model-file';
 import { paramTable } from '../model/params';
 import { trainTokenizer, type Tokenizer } from '../tokenizer';
 import type { Task } from '../tasks/types';
 import { checkAlarms } from './alarms';
 import type { RlConfig } from './config';
 import { evaluate, type EvalResult } from './evaluate';
-import { KlController } from './ppo';
+import { KlController } from './advantages';
 import { ppoIteration, toSequence, type Metrics } from './ppo-loop';
 import { NoPairsError, trainRewardModel, type LabelledSample, type RmResult } from './reward-model';
 import { sampleTasks } from './sample';
@@ -33,7 +33,7 @@ import type { ExploreHook } from './explore-hook';
 import { scoreRollouts, type Scorer } from './scorer';
 import { runSft, type SftProgress } from './sft';
 import { rolloutFile } from './run-files';
-import { readJson, readText, writeJson, type RunStore } from './store';
+import { readJson, readText, writeJson, type RunDir } from './run-dir';
 import { buildTaskSet, suiteJsonl, type GeneratedTask, type TaskSet } from './tasks';
 import { readSuiteSource, SUITE_FILE, taskSetFromSuite } from './tasks/from-suite';
 
@@ -52,7 +52,7 @@ export interface PipelineOptions {
   backend: BackendKind;
   /** creates a backend of the run's kind (the caller owns the GPU runtime, if any) */
   makeBackend: (config: ModelConfig, params: Float32Array, optim: OptimConfig, optimizer?: OptimizerState | null) => PolicyBackend;
-  store: RunStore;
+  store: RunDir;
   scorer: Scorer;
   /** exploration hook factory (explore-hook.ts), given the tokenizer */
   exploreFor?: (tok: Tokenizer) => ExploreHook | undefined;

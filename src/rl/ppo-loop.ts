@@ -15,7 +15,7 @@ import { Rng, shuffle } from '../util/random';
 import type { RlConfig } from './config';
 import { type Sequence } from './data';
 import { actionCount, episodeBatches, scoreActions, type Episode } from './episodes';
-import { explainedVariance, gae, groupAdvantages, meanStd, tokenRewards, whiten, type KlController } from './ppo';
+import { explainedVariance, gae, groupAdvantages, meanStd, tokenRewards, whiten, type KlController } from './advantages';
 import { rmScores } from './reward-model';
 import type { ExploreHook } from './explore-hook';
 import { sampleTasks, type Sample } from './sample';

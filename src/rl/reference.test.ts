@@ -22,7 +22,7 @@ import {
   type ReferenceFiles,
 } from './reference';
 import type { Scorer } from './scorer';
-import { MemoryStore, readJson, writeJson } from './store';
+import { MemoryRunDir, readJson, writeJson } from './run-dir';
 import { MINI_RUN } from './testing';
 
 const bytes = Uint8Array.from({ length: 64 }, (_, i) => i * 7);
@@ -43,7 +43,7 @@ describe('runReference: the run directory keeps the model', () => {
   const named = { name: 'm.onnx', sha256: sha };
 
   test('a new run stores the given files; later starts read them back without them', async () => {
-    const store = new MemoryStore();
+    const store = new MemoryRunDir();
     expect(await runReference(store, named, files)).toEqual(files);
     expect(store.files.get(REFERENCE_MODEL_FILE)).toEqual(bytes);
     expect(decode(store.files.get(REFERENCE_TOKENIZER_FILE))).toBe(files.tokenizerText);
@@ -51,7 +51,7 @@ describe('runReference: the run directory keeps the model', () => {
   });
 
   test('without a reference in the config nothing is read or written; a model given anyway is refused', async () => {
-    const store = new MemoryStore();
+    const store = new MemoryRunDir();
     expect(await runReference(store, undefined)).toBeUndefined();
     await expect(runReference(store, undefined, files)).rejects.toThrow(
       /a KL reference model was given but the config does not name it \(config\.rl\.reference\)/,
@@ -60,17 +60,17 @@ describe('runReference: the run directory keeps the model', () => {
   });
 
   test('a missing model, a changed one, a missing tokenizer and a wrong model given are errors naming the file', async () => {
-    await expect(runReference(new MemoryStore(), named)).rejects.toThrow(
+    await expect(runReference(new MemoryRunDir(), named)).rejects.toThrow(
       `the run's KL reference is the ONNX model m.onnx (SHA-256 ${sha.slice(0, 12)}…), and the run directory does not hold it (reference/model.onnx is missing); import the model in the Checkpoints panel`,
     );
     const other = { bytes: bytes.map((b) => b ^ 1), tokenizerText: files.tokenizerText };
-    const fresh = new MemoryStore();
+    const fresh = new MemoryRunDir();
     await expect(runReference(fresh, named, other)).rejects.toThrow(
       /the model given as the KL reference \(SHA-256 [0-9a-f]{12}…\) is not the one the config names, m\.onnx/,
     );
     expect(fresh.files.size).toBe(0);
 
-    const changed = new MemoryStore();
+    const changed = new MemoryRunDir();
     await changed.write(REFERENCE_MODEL_FILE, other.bytes);
     await changed.write(REFERENCE_TOKENIZER_FILE, files.tokenizerText);
     // the stored file wins over a given one, and a changed stored file is never overwritten
@@ -79,18 +79,18 @@ describe('runReference: the run directory keeps the model', () => {
     );
     expect(changed.files.get(REFERENCE_MODEL_FILE)).toEqual(other.bytes);
 
-    const noTok = new MemoryStore();
+    const noTok = new MemoryRunDir();
     await noTok.write(REFERENCE_MODEL_FILE, bytes);
     await expect(runReference(noTok, named)).rejects.toThrow(/^reference\/tokenizer\.json is missing from the run directory/);
   });
 
   test('a directory holding a run of another config is left as it is (the pipeline refuses that config next)', async () => {
-    const store = new MemoryStore();
+    const store = new MemoryRunDir();
     await writeJson(store, 'config.json', { cfg: resolveConfig('tiny', MINI_RUN), seed: 1, backend: 'cpu' });
     expect(await runReference(store, named, files)).toEqual(files);
     expect([...store.files.keys()]).toEqual(['config.json']);
     // a directory of this very run (e.g. one whose first start wrote config.json, then stopped) gets the files
-    const same = new MemoryStore();
+    const same = new MemoryRunDir();
     await writeJson(same, 'config.json', {
       cfg: resolveConfig('tiny', mergeConfig(MINI_RUN, { rl: { reference: named } })),
       seed: 1,
@@ -104,7 +104,7 @@ describe('runReference: the run directory keeps the model', () => {
 describe('the pipeline checks an ONNX reference at setup, before SFT', () => {
   // never reached: every run here ends at setup or at SFT's first step, before anything is scored
   const scorer = { pool: null, analyzer: null } as unknown as Scorer;
-  const run = async (store: MemoryStore, name: string, model: Uint8Array, tokenizerText: string, shouldStop?: () => boolean) => {
+  const run = async (store: MemoryRunDir, name: string, model: Uint8Array, tokenizerText: string, shouldStop?: () => boolean) => {
     const cfg: RlConfig = resolveConfig('tiny', mergeConfig(MINI_RUN, { rl: { reference: await referenceRef(name, model) } }));
     return runPipeline({
       cfg,
@@ -124,7 +124,7 @@ describe('the pipeline checks an ONNX reference at setup, before SFT', () => {
 
   test("another tokenizer or a shorter context is refused with the pipeline's message; a fitting model passes", async () => {
     const { model, tok } = bigramForSuite();
-    const bigram = new MemoryStore();
+    const bigram = new MemoryRunDir();
     await expect(run(bigram, 'bigram.onnx', model, JSON.stringify(tok.toJSON()))).rejects.toThrow(
       /^bigram\.onnx \(KL reference\): its tokenizer differs from the policy's \(vocab 258 vs \d+\); the KL penalty compares log-probs of the same token ids$/,
     );
@@ -135,12 +135,12 @@ describe('the pipeline checks an ONNX reference at setup, before SFT', () => {
     const vocabSize = Tokenizer.fromJSON(JSON.parse(tokText)).vocabSize;
     const shape = { ...resolveConfig('tiny', MINI_RUN).model, vocabSize };
     const fits = exportOnnx(tinySnapshot(shape, 9, 1));
-    const stopped = new MemoryStore();
+    const stopped = new MemoryRunDir();
     await expect(run(stopped, 'rand.onnx', fits, tokText, () => true)).rejects.toThrow(StoppedError);
     expect(await readJson(stopped, 'sft-progress.json')).toBeNull();
 
     const short = exportOnnx(tinySnapshot({ ...shape, contextLength: 32 }, 9, 1));
-    await expect(run(new MemoryStore(), 'short.onnx', short, tokText)).rejects.toThrow(
+    await expect(run(new MemoryRunDir(), 'short.onnx', short, tokText)).rejects.toThrow(
       /^short\.onnx: context length 96 exceeds the model's 32$/,
     );
   }, 60_000);

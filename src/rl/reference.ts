@@ -16,7 +16,7 @@ import { assertSameTokenizer, importOnnxModel } from '../onnx/import';
 import type { Ort } from '../onnx/runtime';
 import type { Tokenizer } from '../tokenizer';
 import type { RlConfig } from './config';
-import { readJson, readText, type RunStore } from './store';
+import { readJson, readText, type RunDir } from './run-dir';
 import { sha256Hex } from './tasks/from-suite';
 
 /** What config.rl.reference records: the model file's name and the hex SHA-256 of its bytes. */
@@ -87,7 +87,7 @@ export function onnxReference(
  * holds another run, whose config the pipeline refuses next without anything written here.
  */
 export async function runReference(
-  store: RunStore,
+  store: RunDir,
   named: ReferenceRef | undefined,
   given?: ReferenceFiles,
 ): Promise<ReferenceFiles | undefined> {

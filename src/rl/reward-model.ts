@@ -22,7 +22,7 @@ import { Rng } from '../util/random';
 import type { RewardModelConfig } from './config';
 import { actionCount, scoreActions } from './episodes';
 import { completionBatch, type Sequence } from './data';
-import { meanStd } from './ppo';
+import { meanStd } from './advantages';
 import { hashString } from './tasks/families';
 
 export interface LabelledSample {

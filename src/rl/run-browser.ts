@@ -1,6 +1,6 @@
 /**
  * `coderl train` in the browser: the same runPipeline, wired the way commands/train.ts wires it,
- * with the browser's pieces: the run directory in OPFS or IndexedDB (store-browser.ts), the
+ * with the browser's pieces: the run directory in OPFS or IndexedDB (run-dir-browser.ts), the
  * sandbox pool on module Web Workers, the analyzer with the browser's wasm loader, and a GPU
  * runtime of its own (the cpu backend when WebGPU is not usable); an ONNX KL reference runs in
  * onnxruntime-web's wasm provider, kept in the run directory (reference.ts). The run worker
@@ -22,8 +22,8 @@ import { runPipeline, StoppedError, type PipelineOptions, type Summary } from '.
 import type { Metrics } from './ppo-loop';
 import { onnxReference, REFERENCE_TOKENIZER_FILE, runReference, type ReferenceFiles } from './reference';
 import type { RunBackend, RunStorageKind } from './run-protocol';
-import { readJson } from './store';
-import { runStorage } from './store-browser';
+import { readJson } from './run-dir';
+import { runStorage } from './run-dir-browser';
 
 export { StoppedError, type Summary } from './pipeline';
 

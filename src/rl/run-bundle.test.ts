@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { crc32, crc32Hex } from '../checkpoint/crc32';
+import { crc32, crc32Hex } from '../container/crc32';
 import { REFERENCE_MODEL_FILE, REFERENCE_TOKENIZER_FILE } from './reference';
 import { packRun, unpackRun, type RunFile } from './run-bundle';
 

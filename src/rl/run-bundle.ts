@@ -11,7 +11,7 @@
  * `crc32` is the file's CRC-32 (zlib's) as 8 hex digits. Paths are relative, `/`-separated, with
  * no empty, "." or ".." component, no backslash and no NUL, and appear once each.
  */
-import { crc32, crc32Hex } from '../checkpoint/crc32';
+import { crc32, crc32Hex } from '../container/crc32';
 
 export const RUN_BUNDLE_FORMAT = 'coderl-run';
 export const RUN_BUNDLE_VERSION = 1;

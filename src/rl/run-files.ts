@@ -1,10 +1,10 @@
 /**
- * Reading a run directory's files back (any RunStore: disk, OPFS, IndexedDB, memory): the
+ * Reading a run directory's files back (any RunDir: disk, OPFS, IndexedDB, memory): the
  * metrics lines, the rollouts of each PPO iteration. What the app's curves, rollout browser
  * and run export read; malformed content is an error naming the file and line.
  */
 import type { Metrics, RolloutRecord } from './ppo-loop';
-import { readText, type RunStore } from './store';
+import { readText, type RunDir } from './run-dir';
 
 /** One metrics.jsonl line: its stage, then the stage's numbers (and the alarms' messages). */
 export type MetricLine = { stage: string } & Record<string, Metrics[string] | string>;
@@ -38,7 +38,7 @@ function parseLines<T>(text: string, file: string): T[] {
 }
 
 /** metrics.jsonl, one object per line (`stage` first); [] when the run has none yet. */
-export async function readMetrics(store: RunStore): Promise<MetricLine[]> {
+export async function readMetrics(store: RunDir): Promise<MetricLine[]> {
   const text = await readText(store, 'metrics.jsonl');
   if (text === null) return [];
   const lines = parseLines<MetricLine>(text, 'metrics.jsonl');
@@ -50,7 +50,7 @@ export async function readMetrics(store: RunStore): Promise<MetricLine[]> {
 }
 
 /** The rollouts of PPO iteration `iteration` (1-based, as the file is named); null when there is no such file. */
-export async function readRollouts(store: RunStore, iteration: number): Promise<RolloutRecord[] | null> {
+export async function readRollouts(store: RunDir, iteration: number): Promise<RolloutRecord[] | null> {
   const file = rolloutFile(iteration);
   const text = await readText(store, file);
   if (text === null) return null;

@@ -1,9 +1,9 @@
 /**
  * Export a stored run directory as one bundle (run-bundle.ts) and import such a bundle into a
- * new run directory, in the browser's run storage (store-browser.ts: OPFS or IndexedDB).
+ * new run directory, in the browser's run storage (run-dir-browser.ts: OPFS or IndexedDB).
  */
 import { packRun, unpackRun, type RunFile } from './run-bundle';
-import { checkRunName, runStorage } from './store-browser';
+import { checkRunName, runStorage } from './run-dir-browser';
 
 /** Every file of the stored run `name` as one bundle; throws when the run has no files. */
 export async function exportRun(name: string): Promise<Blob> {

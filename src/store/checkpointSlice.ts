@@ -12,7 +12,7 @@ import {
   validateImport,
   type CheckpointInfo,
   type PresetName,
-} from '../lab/checkpoints';
+} from '../lab/saved-models';
 import {
   browserCheckpointStore,
   deleteCheckpointBrowser,
@@ -21,7 +21,7 @@ import {
   saveCheckpointBrowser,
   type CheckpointStore,
   type StoredCheckpoint,
-} from '../checkpoint/browser';
+} from '../container/browser';
 import type { LabState } from './index';
 
 export interface CheckpointSummary extends StoredCheckpoint {

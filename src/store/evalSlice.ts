@@ -16,13 +16,13 @@
  */
 import { endWorker, newLifeLock } from '../rl/life-lock';
 import type { StateCreator } from 'zustand';
-import { loadCheckpointBrowser } from '../checkpoint/browser';
-import { summarise, type CheckpointInfo } from '../lab/checkpoints';
+import { loadCheckpointBrowser } from '../container/browser';
+import { summarise, type CheckpointInfo } from '../lab/saved-models';
 import type { FromEvalWorker, EvalReport, OnnxEvalModel, ToEvalWorker } from '../rl/eval-protocol';
 import { settingsProblems, type EvalProgress, type EvalSettings } from '../rl/eval-suite';
 import type { ReferenceRef } from '../rl/reference';
 import type { RunBackend } from '../rl/run-protocol';
-import { runStorage } from '../rl/store-browser';
+import { runStorage } from '../rl/run-dir-browser';
 import { builtinSuite } from '../tasks/builtin-suites';
 import type { LoadIssue, Task } from '../tasks/types';
 import { fetchBuiltinSuite } from './builtin-suites';

@@ -42,7 +42,7 @@ export interface RolloutSlice {
 }
 
 async function openStore(run: string) {
-  const [{ runStorage }, files] = await Promise.all([import('../rl/store-browser'), import('../rl/run-files')]);
+  const [{ runStorage }, files] = await Promise.all([import('../rl/run-dir-browser'), import('../rl/run-files')]);
   return { store: (await runStorage()).open(run), files };
 }
 

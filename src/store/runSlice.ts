@@ -18,7 +18,7 @@ import type { Phase } from '../rl/pipeline';
 import type { StoredRun, Summary } from '../rl/run-browser';
 import { importedReference, type ReferenceRef } from '../rl/reference';
 import type { FromRunWorker, ToRunWorker } from '../rl/run-protocol';
-import { runStorage } from '../rl/store-browser';
+import { runStorage } from '../rl/run-dir-browser';
 import type { PhaseStart } from './eta';
 import type { MetricLine } from '../rl/run-files';
 import type { LabState } from './index';
@@ -349,7 +349,7 @@ export const createRunSlice: StateCreator<LabState, [], [], RunSlice> = (set, ge
       const r = get().run;
       if ((r.status === 'running' || r.status === 'stopping') && r.name === name)
         throw new Error(`run "${name}" is running; stop it before deleting it`);
-      const { runStorage } = await import('../rl/store-browser');
+      const { runStorage } = await import('../rl/run-dir-browser');
       await (await runStorage()).remove(name);
       if (get().rollouts.run === name) {
         set((s) => ({

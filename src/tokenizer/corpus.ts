@@ -1,6 +1,6 @@
 /**
  * The built-in tokenizer's training corpus: the tokenizer of the built-in "New model"
- * (src/lab/checkpoints.ts newModelCheckpoint) is trained on it.
+ * (src/lab/saved-models.ts newModelCheckpoint) is trained on it.
  */
 import type { Tokenizer } from './tokenizer';
 import { trainTokenizer } from './train';

@@ -29,7 +29,7 @@ const EMPTY: readonly MetricRow[] = [];
 const REREAD_MARGIN = 50;
 
 async function readStored(name: string): Promise<MetricRow[]> {
-  const [{ readMetrics }, { runStorage }] = await Promise.all([import('../../rl/run-files'), import('../../rl/store-browser')]);
+  const [{ readMetrics }, { runStorage }] = await Promise.all([import('../../rl/run-files'), import('../../rl/run-dir-browser')]);
   return readMetrics((await runStorage()).open(name));
 }
 

@@ -4,7 +4,7 @@
  * our WebGPU engine in this browser; max_rel_diff shown). Failures show inline, in the item.
  */
 import { useId, useState } from 'react';
-import { loadCheckpointBrowser } from '../../checkpoint/browser';
+import { loadCheckpointBrowser } from '../../container/browser';
 import { useLab } from '../../store';
 import { currentRuntime } from '../../store/gpuSlice';
 import { browserParity, exportCheckpointOnnx, PARITY_TOLERANCE, type BrowserParity } from './actions';

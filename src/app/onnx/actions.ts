@@ -4,7 +4,7 @@
  * a user's model as a policy and sample from it. onnxruntime-web loads on first use.
  */
 import type { GpuRuntime } from '../../gpu/runtime';
-import { loadModel } from '../../model/checkpoint';
+import { loadModel } from '../../model/model-file';
 import { exportOnnx } from '../../onnx/export';
 import { importOnnxModel, type ImportedModel } from '../../onnx/import';
 import { browserOrt, type BrowserEp } from '../../onnx/browser';

@@ -1,5 +1,5 @@
 /** Pure helpers of the app's ONNX actions: file names, the optional context-length field, downloads. */
-import { CHECKPOINT_EXT } from '../../lab/checkpoints';
+import { CHECKPOINT_EXT } from '../../lab/saved-models';
 
 /** `policy.crlckpt` -> { model: 'policy.onnx', tokenizer: 'policy.tokenizer.json' } (the CLI's sidecar naming). */
 export function onnxFileNames(checkpointName: string): { model: string; tokenizer: string } {

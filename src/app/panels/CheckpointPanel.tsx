@@ -6,7 +6,7 @@ import { useEffect, useId, useState, type FormEvent } from 'react';
 import { downloadBytes } from '../download';
 import { useLab } from '../../store';
 import type { CheckpointSummary } from '../../store/checkpointSlice';
-import { CHECKPOINT_EXT, configSummary, formatBytes, metaEntries, PRESET_NAMES, type PresetName } from '../../lab/checkpoints';
+import { CHECKPOINT_EXT, configSummary, formatBytes, metaEntries, PRESET_NAMES, type PresetName } from '../../lab/saved-models';
 import { MODEL_PRESETS } from '../../model/config';
 import { OnnxCheckpointActions } from '../onnx/OnnxCheckpointActions';
 import { OnnxImport } from '../onnx/OnnxImport';

@@ -11,8 +11,8 @@ import { useEffect, useId, useMemo, useState, type FormEvent } from 'react';
 import { BUILTIN_SUITES, builtinSuiteLabel } from '../../tasks/builtin-suites';
 import { formatIssue } from '../../tasks/types';
 import { useLab } from '../../store';
-import type { CheckpointInfo } from '../../lab/checkpoints';
-import { configSummary, metaEntries } from '../../lab/checkpoints';
+import type { CheckpointInfo } from '../../lab/saved-models';
+import { configSummary, metaEntries } from '../../lab/saved-models';
 import {
   checkpointKey,
   DEFAULT_EVAL_FORM,

@@ -13,7 +13,7 @@ import type { Summary } from '../../rl/pipeline';
 import { describeReference, type ReferenceRef } from '../../rl/reference';
 import { RUN_BUNDLE_EXT } from '../../rl/run-bundle';
 import { exportRun, importRun } from '../../rl/run-transfer';
-import { checkRunName } from '../../rl/store-browser';
+import { checkRunName } from '../../rl/run-dir-browser';
 import { useLab } from '../../store';
 import { formatEta, phaseEta } from '../../store/eta';
 import { overridesOf, parseSettings, WORK_PHASES, type WorkPhase } from '../../store/runSlice';

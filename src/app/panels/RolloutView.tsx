@@ -64,8 +64,8 @@ function runContext(run: string): Promise<RunContext> {
   if (!p) {
     p = (async () => {
       const [{ runStorage }, { readJson }, { loadSuite }] = await Promise.all([
-        import('../../rl/store-browser'),
-        import('../../rl/store'),
+        import('../../rl/run-dir-browser'),
+        import('../../rl/run-dir'),
         import('../../tasks/suite'),
       ]);
       const store = (await runStorage()).open(run);

@@ -4,7 +4,7 @@ import { nodeWasmLoader } from '../../analysis/wasm-node';
 import { nodeProvider } from '../../gpu/node';
 import { GpuRuntime } from '../../gpu/runtime';
 import { createBackend } from '../../model/backend';
-import { loadModel } from '../../model/checkpoint';
+import { loadModel } from '../../model/model-file';
 import { DEFAULT_OPTIM } from '../../model/optim';
 import { EVAL_DEFAULTS, evalSuite, planEval, unfitMessage } from '../../rl/eval-suite';
 import { createNodePool, phasedPoolSize } from '../../sandbox/pool.node';

@@ -4,7 +4,7 @@ import { createAnalyzer } from '../../analysis';
 import { nodeWasmLoader } from '../../analysis/wasm-node';
 import { nodeProvider } from '../../gpu/node';
 import { GpuRuntime } from '../../gpu/runtime';
-import { loadModel, type ModelSnapshot } from '../../model/checkpoint';
+import { loadModel, type ModelSnapshot } from '../../model/model-file';
 import { MODEL_PRESETS } from '../../model/config';
 import { initParams } from '../../model/init';
 import { paramTable } from '../../model/params';

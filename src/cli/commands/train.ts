@@ -9,7 +9,7 @@ import { readSuiteSource, SuiteSourceError, type SuiteRef } from '../../rl/tasks
 import { bytesToText } from '../../tasks/bytes';
 import { runPipeline, type PipelineEvent, type PipelineOptions, type Summary } from '../../rl/pipeline';
 import { onnxReference, referenceRef, type ReferenceRef } from '../../rl/reference';
-import { dirStore } from '../../rl/store-node';
+import { fileRunDir } from '../../rl/run-dir-node';
 import { createNodePool, phasedPoolSize } from '../../sandbox/pool.node';
 import { intOption, readInput, UsageError, type Command } from '../command';
 import { readSuiteArg, resolveSuiteArg } from '../suite-arg';
@@ -174,7 +174,7 @@ export const trainCommand: Command = {
         cfg,
         seed,
         backend,
-        store: dirStore(out),
+        store: fileRunDir(out),
         scorer: { pool, analyzer },
         makeBackend: (config, params, optim, optimizer) =>
           createBackend(backend, { config, params, optim, optimizer, runtime: rt ?? undefined }),

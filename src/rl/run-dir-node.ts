@@ -1,9 +1,9 @@
 /** A run directory on disk. Writes go to a temporary file and are renamed, so a crash never leaves half a file. */
 import { appendFile, mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import type { RunStore } from './store';
+import type { RunDir } from './run-dir';
 
-export function dirStore(dir: string): RunStore {
+export function fileRunDir(dir: string): RunDir {
   const at = (name: string) => {
     if (name.split('/').some((p) => p === '..' || p === '')) throw new Error(`run store: bad file name "${name}"`);
     return join(dir, name);

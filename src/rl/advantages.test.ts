@@ -1,6 +1,6 @@
 /** Advantage estimation and the KL controller against hand-computed values. */
 import { describe, expect, test } from 'vitest';
-import { explainedVariance, gae, groupAdvantages, KlController, meanStd, tokenRewards, whiten } from './ppo';
+import { explainedVariance, gae, groupAdvantages, KlController, meanStd, tokenRewards, whiten } from './advantages';
 
 describe('tokenRewards', () => {
   test('penalises each token by coef * (logp - ref) and adds the score at the end', () => {

@@ -1,7 +1,7 @@
 /**
- * Run directories in the browser, the counterpart of store-node.ts: the Origin Private File
+ * Run directories in the browser, the counterpart of run-dir-node.ts: the Origin Private File
  * System when the browser has it, else IndexedDB (decided once per page, like the checkpoint
- * store in checkpoint/browser.ts, whose name rule this reuses).
+ * store in container/browser.ts, whose name rule this reuses).
  *
  * OPFS: `runs/<run>/<path>` under navigator.storage.getDirectory(), one directory per path
  * component (`tasks/`, `rollouts/`). A write goes through createWritable(), which writes a swap
@@ -10,10 +10,10 @@
  * IndexedDB: database "coderl-runs", store "files", key `<run>/<path>`, value the bytes; an
  * append reads and writes in one transaction. Appends to one store are serialised either way.
  */
-import { checkName, committed, done } from '../checkpoint/browser';
-import type { RunStore } from './store';
+import { checkName, committed, done } from '../container/browser';
+import type { RunDir } from './run-dir';
 
-export interface BrowserRunStore extends RunStore {
+export interface BrowserRunDir extends RunDir {
   readonly kind: 'opfs' | 'indexeddb';
   readonly run: string;
   /** every file of the run, as relative paths, sorted */
@@ -23,7 +23,7 @@ export interface BrowserRunStore extends RunStore {
 export interface RunStorage {
   readonly kind: 'opfs' | 'indexeddb';
   /** the run directory `name` (created on the first write) */
-  open(name: string): BrowserRunStore;
+  open(name: string): BrowserRunDir;
   /** names of the stored runs, sorted */
   runs(): Promise<string[]>;
   /** deletes the run directory `name` and every file in it; false when there was none */

@@ -3,8 +3,8 @@
  * checkpoint holds (from its decoded header), storage names, and the built-in "New model" (a
  * preset, a seed, and a tokenizer trained on a small code corpus, src/tokenizer/corpus.ts).
  */
-import { CheckpointError, decodeCheckpoint } from '../checkpoint';
-import { loadModel, saveModel } from '../model/checkpoint';
+import { CheckpointError, decodeCheckpoint } from '../container';
+import { loadModel, saveModel } from '../model/model-file';
 import { MODEL_PRESETS, validateModelConfig, type ModelConfig } from '../model/config';
 import { initParams } from '../model/init';
 import { paramTable } from '../model/params';
@@ -79,7 +79,7 @@ export function validateImport(bytes: Uint8Array): void {
   }
 }
 
-/** A name checkName (src/checkpoint/browser.ts) accepts: no "/", "\" or NUL, 1-200 characters, not "." or "..". */
+/** A name checkName (src/container/browser.ts) accepts: no "/", "\" or NUL, 1-200 characters, not "." or "..". */
 export function sanitiseName(name: string): string {
   let s = name.replace(/[/\\\0]/g, '_').trim();
   if (s.length > 200) {

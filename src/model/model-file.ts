@@ -1,10 +1,10 @@
 /**
  * A model checkpoint: config, tokenizer, every parameter tensor by name and shape (from the
  * parameter table, without the slab's padding), and optionally the AdamW state, in the
- * versioned binary container of src/checkpoint. Loading validates the config and checks every
+ * versioned binary container of src/container. Loading validates the config and checks every
  * tensor against the table the config implies.
  */
-import { assertCompatible, CheckpointError, decodeCheckpoint, encodeCheckpoint, type TensorInput } from '../checkpoint';
+import { assertCompatible, CheckpointError, decodeCheckpoint, encodeCheckpoint, type TensorInput } from '../container';
 import { validateModelConfig, type ModelConfig } from './config';
 import { paramTable, type ParamTable } from './params';
 

@@ -1,19 +1,19 @@
 /**
- * Where a run keeps its files: a directory on disk for the CLI (store-node.ts), OPFS or
+ * Where a run keeps its files: a directory on disk for the CLI (run-dir-node.ts), OPFS or
  * IndexedDB in the browser. Names are relative paths with `/` separators.
  */
-export interface RunStore {
+export interface RunDir {
   read(name: string): Promise<Uint8Array | null>;
   write(name: string, data: Uint8Array | string): Promise<void>;
   append(name: string, text: string): Promise<void>;
 }
 
-export async function readText(store: RunStore, name: string): Promise<string | null> {
+export async function readText(store: RunDir, name: string): Promise<string | null> {
   const b = await store.read(name);
   return b === null ? null : new TextDecoder().decode(b);
 }
 
-export async function readJson<T>(store: RunStore, name: string): Promise<T | null> {
+export async function readJson<T>(store: RunDir, name: string): Promise<T | null> {
   const t = await readText(store, name);
   if (t === null) return null;
   try {
@@ -23,12 +23,12 @@ export async function readJson<T>(store: RunStore, name: string): Promise<T | nu
   }
 }
 
-export function writeJson(store: RunStore, name: string, value: unknown): Promise<void> {
+export function writeJson(store: RunDir, name: string, value: unknown): Promise<void> {
   return store.write(name, `${JSON.stringify(value, null, 2)}\n`);
 }
 
 /** An in-memory store (tests, and the app before a run is saved). */
-export class MemoryStore implements RunStore {
+export class MemoryRunDir implements RunDir {
   readonly files = new Map<string, Uint8Array>();
 
   async read(name: string) {
