@@ -41,9 +41,9 @@ const LAYERS: Record<string, { over: string[]; why: string }> = {
   analysis: { over: ['tasks'], why: 'ESLint, tree-sitter, metrics and their cache' },
   sandbox: { over: ['tasks'], why: 'the QuickJS/Pyodide sandbox, its workers and pool, scoring a suite' },
   tokenizer: { over: ['tasks', 'util'], why: 'byte-level BPE and its built-in training corpus' },
-  container: { over: [], why: 'the binary tensor container of checkpoints (format, header, CRC-32, compatibility) and its storage' },
-  tasks: { over: [], why: 'task types, suites, completions, built-in suites and tasks' },
-  util: { over: [], why: 'array comparison and seeded random numbers' },
+  container: { over: ['util'], why: 'the binary tensor container of checkpoints (format, header, CRC-32, compatibility) and its storage' },
+  tasks: { over: ['util'], why: 'task types, suites, completions, built-in suites and tasks' },
+  util: { over: [], why: 'array comparison, seeded random numbers, the text of a thrown value' },
   testing: { over: [], why: 'helpers of the tests (GPU runtime, finite differences); only tests import it' },
 };
 

@@ -1,6 +1,7 @@
 /** A small command framework over node:util parseArgs: every command has --help, typed options and clear errors. */
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
+import { errorText } from '../util/errors';
 
 export interface OptionSpec {
   type: 'string' | 'boolean';
@@ -53,7 +54,7 @@ export async function readInput(cmd: string, path: string, what = ''): Promise<U
   try {
     return new Uint8Array(await readFile(path));
   } catch (e) {
-    throw new UsageError(`coderl ${cmd}: cannot read ${what ? `${what} ` : ''}${path}: ${(e as Error).message}`);
+    throw new UsageError(`coderl ${cmd}: cannot read ${what ? `${what} ` : ''}${path}: ${errorText(e)}`);
   }
 }
 
@@ -85,6 +86,6 @@ export function parseCommandArgs(c: Command, argv: string[]): { options: Options
     const { help, ...options } = values as Options;
     return { options, positionals, help: help === true };
   } catch (e) {
-    throw new UsageError(`coderl ${c.name}: ${(e as Error).message.replace(/\. To specify.*$/s, '')}`);
+    throw new UsageError(`coderl ${c.name}: ${errorText(e).replace(/\. To specify.*$/s, '')}`);
   }
 }

@@ -7,6 +7,7 @@ import { readFile } from 'node:fs/promises';
 import { benchmarkPath } from '../tasks/benchmarks';
 import { BUILTIN_SUITES, builtinSuite, type BuiltinSuite } from '../tasks/builtin-suites';
 import { UsageError } from './command';
+import { errorText } from '../util/errors';
 
 export interface SuiteArg {
   /** the file that holds the suite */
@@ -34,7 +35,7 @@ export async function readSuiteArg(cmd: string, s: SuiteArg): Promise<Uint8Array
   try {
     return new Uint8Array(await readFile(s.path));
   } catch (e) {
-    const why = (e as Error).message;
+    const why = errorText(e);
     if (s.builtin) {
       throw new UsageError(
         `coderl ${cmd}: cannot read the built-in suite ${s.builtin.name} (${s.path}): ${why}; it ships in the repository's data/benchmarks/, and CODERL_DATA names another folder`,

@@ -8,6 +8,7 @@
  * "data" (name -> Blob), both written in one transaction: atomic too.
  */
 import { CheckpointError } from './header';
+import { errorText } from '../util/errors';
 
 export interface StoredCheckpoint {
   name: string;
@@ -93,7 +94,7 @@ export async function openOpfsStore(): Promise<CheckpointStore> {
         await writable.close();
       } catch (e) {
         await writable.abort().catch(() => undefined);
-        throw new CheckpointError(`could not save checkpoint "${name}" to OPFS: ${(e as Error).message}`, { cause: e });
+        throw new CheckpointError(`could not save checkpoint "${name}" to OPFS: ${errorText(e)}`, { cause: e });
       }
     },
     async load(name) {

@@ -23,6 +23,7 @@ import {
   isPlainObject,
   validateHeader,
 } from './header';
+import { errorText } from '../util/errors';
 
 export const CHECKPOINT_MAGIC = Uint8Array.from('CRLCKPT\0', (c) => c.charCodeAt(0));
 export const CHECKPOINT_VERSION = 1;
@@ -184,7 +185,7 @@ function readHeader(bytes: Uint8Array): { header: CheckpointHeader; dataStart: n
   try {
     parsed = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(bytes.subarray(PREAMBLE, PREAMBLE + headerLength)));
   } catch (e) {
-    throw new CheckpointError(`checkpoint header is not valid JSON: ${(e as Error).message}`);
+    throw new CheckpointError(`checkpoint header is not valid JSON: ${errorText(e)}`);
   }
   const header = validateHeader(parsed);
   if (header.formatVersion !== version) {

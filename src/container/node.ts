@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdir, open, readFile, rename, rm } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { CheckpointError } from './header';
+import { errorText } from '../util/errors';
 
 /**
  * Writes `bytes` to `path` atomically: into a temporary file beside it, flushed to disk, then
@@ -23,7 +24,7 @@ export async function saveCheckpointFile(path: string, bytes: Uint8Array): Promi
     await rename(tmp, path);
   } catch (e) {
     await rm(tmp, { force: true });
-    throw new CheckpointError(`could not save checkpoint to ${path}: ${(e as Error).message}`, { cause: e });
+    throw new CheckpointError(`could not save checkpoint to ${path}: ${errorText(e)}`, { cause: e });
   }
 }
 
@@ -36,6 +37,6 @@ export async function loadCheckpointFile(path: string): Promise<Uint8Array> {
     const code = (e as NodeJS.ErrnoException).code;
     if (code === 'ENOENT') throw new CheckpointError(`checkpoint file not found: ${path}`, { cause: e });
     if (code === 'EISDIR') throw new CheckpointError(`checkpoint path is a directory, not a file: ${path}`, { cause: e });
-    throw new CheckpointError(`could not read checkpoint ${path}: ${(e as Error).message}`, { cause: e });
+    throw new CheckpointError(`could not read checkpoint ${path}: ${errorText(e)}`, { cause: e });
   }
 }

@@ -7,6 +7,7 @@
 import { GpuError, fromScopeError } from './errors';
 import type { WorkgroupCount } from './kernel';
 import type { CompiledKernel, GpuRuntime } from './runtime';
+import { errorText } from '../util/errors';
 
 /** A buffer, or a byte range of one, bound to a kernel binding. */
 export type BufferBinding = GPUBuffer | { buffer: GPUBuffer; offset?: number; size?: number };
@@ -264,8 +265,7 @@ export class Recorder {
       for (const b of released) rt.pool.release(b);
       return { label: this.label, dispatches: dispatches.length, reads: reads.length, timings, wallMs: performance.now() - t0 };
     } catch (e) {
-      const err =
-        rt.state === 'lost' ? new GpuError('device-lost', `GPU device was lost during submit: ${(e as Error).message}`, this.label) : e;
+      const err = rt.state === 'lost' ? new GpuError('device-lost', `GPU device was lost during submit: ${errorText(e)}`, this.label) : e;
       for (const r of reads) r.pending.reject(err);
       throw err;
     }

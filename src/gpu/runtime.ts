@@ -10,6 +10,7 @@ import { pipelineConstants, pipelineKey, type KernelSpec } from './kernel';
 import { BufferPool } from './pool';
 import type { GpuProvider } from './provider';
 import { Recorder, type RecordOptions } from './recorder';
+import { errorText } from '../util/errors';
 
 export interface DeviceLossReport {
   /** 'destroyed' or 'unknown' (WebGPU's GPUDeviceLostReason) */
@@ -315,7 +316,7 @@ export class GpuRuntime {
         compute: { module, entryPoint: spec.entryPoint ?? 'main', constants: pipelineConstants(spec as KernelSpec<unknown>) },
       });
     } catch (e) {
-      throw new GpuError('shader', `pipeline creation failed: ${(e as Error).message}`, `kernel "${key}"`);
+      throw new GpuError('shader', `pipeline creation failed: ${errorText(e)}`, `kernel "${key}"`);
     }
     this.stats.pipelinesBuilt++;
     return { spec, key, pipeline, layout, generation };
@@ -334,7 +335,7 @@ async function openDevice(adapter: GPUAdapter): Promise<GPUDevice> {
       requiredLimits: requiredLimits(adapter),
     });
   } catch (e) {
-    throw new GpuError('unavailable', `requestDevice failed: ${(e as Error).message}`, 'device');
+    throw new GpuError('unavailable', `requestDevice failed: ${errorText(e)}`, 'device');
   }
 }
 

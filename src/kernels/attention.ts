@@ -15,6 +15,7 @@ import { withConstants, type KernelSpec, type WorkgroupCount } from '../gpu/kern
 import type { BufferBinding, Recorder } from '../gpu/recorder';
 import type { GpuRuntime } from '../gpu/runtime';
 import { checkAttentionShape } from './attention_ref';
+import { errorText } from '../util/errors';
 
 export * from './attention_ref';
 export * from './attention_kv';
@@ -43,7 +44,7 @@ function attentionDispatch(name: string, tile: number) {
     try {
       checkAttentionShape(name, p.B, p.T, p.C, p.NH);
     } catch (e) {
-      throw new GpuError('usage', (e as Error).message, `kernel "${name}"`);
+      throw new GpuError('usage', errorText(e), `kernel "${name}"`);
     }
     const attBytes = p.B * p.NH * p.T * p.T * 4;
     if (attBytes > limits.maxStorageBufferBindingSize) {

@@ -11,6 +11,7 @@ import kvWriteWgsl from '../../shaders/kv_write.wgsl';
 import { GpuError } from '../gpu/errors';
 import { linearWorkgroups, withConstants, type KernelSpec } from '../gpu/kernel';
 import { checkAttentionShape, checkCacheRange } from './attention_ref';
+import { errorText } from '../util/errors';
 
 export interface KvWriteProblem {
   B: number;
@@ -33,7 +34,7 @@ function usage(name: string, check: () => void): void {
   try {
     check();
   } catch (e) {
-    throw new GpuError('usage', (e as Error).message, `kernel "${name}"`);
+    throw new GpuError('usage', errorText(e), `kernel "${name}"`);
   }
 }
 

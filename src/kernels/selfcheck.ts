@@ -8,6 +8,7 @@ import { compareArrays, describeComparison, type Tolerance } from '../util/compa
 import { Rng } from '../util/random';
 import { recordSum, sumRef } from './reduce_sum';
 import { saxpy, saxpyRef } from './saxpy';
+import { errorText } from '../util/errors';
 
 export interface SelfCheckOptions {
   seed?: number;
@@ -71,7 +72,7 @@ export async function runSelfCheck(rt: GpuRuntime, options: SelfCheckOptions = {
       submits: rt.stats.submits - before.submits,
       gpuTimings: null,
       wallMs: performance.now() - t0,
-      error: e instanceof Error ? e.message : String(e),
+      error: errorText(e),
     };
   } finally {
     if (rt.state === 'ready') for (const b of created) b.destroy();

@@ -10,6 +10,7 @@ import { initParams } from '../model/init';
 import { paramTable } from '../model/params';
 import { Tokenizer } from '../tokenizer';
 import { corpusTokenizer } from '../tokenizer/corpus';
+import { errorText } from '../util/errors';
 
 export type PresetName = keyof typeof MODEL_PRESETS;
 export const PRESET_NAMES = Object.keys(MODEL_PRESETS) as PresetName[];
@@ -44,7 +45,7 @@ export function summarise(bytes: Uint8Array): CheckpointInfo {
   try {
     config = validateModelConfig(d.config, 'checkpoint config');
   } catch (e) {
-    configProblem = (e as Error).message;
+    configProblem = errorText(e);
   }
   const tok = d.tokenizer as { vocabSize?: unknown } | null;
   const meta = typeof d.meta === 'object' && d.meta !== null && !Array.isArray(d.meta) ? (d.meta as Record<string, unknown>) : {};
@@ -72,7 +73,7 @@ export function validateImport(bytes: Uint8Array): void {
   try {
     tokenizer = Tokenizer.fromJSON(model.tokenizer);
   } catch (e) {
-    throw new CheckpointError(`checkpoint tokenizer is invalid: ${(e as Error).message}`);
+    throw new CheckpointError(`checkpoint tokenizer is invalid: ${errorText(e)}`);
   }
   if (tokenizer.vocabSize !== model.config.vocabSize) {
     throw new CheckpointError(`checkpoint tokenizer has ${tokenizer.vocabSize} tokens, but config.vocabSize is ${model.config.vocabSize}`);

@@ -7,6 +7,7 @@
 import { assertCompatible, CheckpointError, decodeCheckpoint, encodeCheckpoint, type TensorInput } from '../container';
 import { validateModelConfig, type ModelConfig } from './config';
 import { paramTable, type ParamTable } from './params';
+import { errorText } from '../util/errors';
 
 export interface OptimizerState {
   /** (P) first moments, slab layout */
@@ -50,7 +51,7 @@ export function loadModel(bytes: Uint8Array, expect?: ModelConfig): ModelSnapsho
   try {
     config = validateModelConfig(d.config, 'checkpoint config');
   } catch (e) {
-    throw new CheckpointError((e as Error).message);
+    throw new CheckpointError(errorText(e));
   }
   const table = paramTable(config);
   const shapes: Record<string, number[]> = {};

@@ -21,6 +21,7 @@ import { FORMAT, kvNames, META } from './export';
 import { OnnxPolicy } from './policy';
 import { DataType, DATA_TYPE_NAMES, decodeModel, describeValue, OnnxFormatError, type ModelProto, type ValueInfo } from './proto';
 import { createSession, OrtError, type Ort } from './runtime';
+import { errorText } from '../util/errors';
 
 export class OnnxImportError extends Error {
   override readonly name = 'OnnxImportError';
@@ -99,7 +100,7 @@ export function inspectOnnxModel(bytes: Uint8Array, file = 'model.onnx'): OnnxMo
     try {
       config = validateModelConfig(JSON.parse(metadata[META.config]!), `${file} metadata ${META.config}`);
     } catch (e) {
-      fail(`bad metadata: ${(e as Error).message}`);
+      fail(`bad metadata: ${errorText(e)}`);
     }
     if (config!.vocabSize !== vdim.dimValue) fail(`metadata says vocabSize ${config!.vocabSize} but logits last dim is ${vdim.dimValue}`);
   }
@@ -191,7 +192,7 @@ export async function importOnnxModel(ort: Ort, bytes: Uint8Array, tokenizerJson
   try {
     tokenizer = Tokenizer.fromJSON(tokenizerJson);
   } catch (e) {
-    throw new OnnxImportError(`${tokFile}: ${(e as Error).message}`);
+    throw new OnnxImportError(`${tokFile}: ${errorText(e)}`);
   }
   if (tokenizer.vocabSize !== info.vocabSize) {
     throw new OnnxImportError(

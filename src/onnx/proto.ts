@@ -8,6 +8,7 @@
  * would pack them all. Decoding accepts either form, as every protobuf reader must.
  */
 import protobuf from 'protobufjs';
+import { errorText } from '../util/errors';
 
 /** TensorProto.DataType values used here. */
 export const DataType = { FLOAT: 1, UINT8: 2, INT8: 3, INT32: 6, INT64: 7, STRING: 8, BOOL: 9, FLOAT16: 10, DOUBLE: 11 } as const;
@@ -253,7 +254,7 @@ export function decodeModel(bytes: Uint8Array): ModelProto {
   try {
     msg = T.decode(reader);
   } catch (e) {
-    const m = (e as Error).message;
+    const m = errorText(e);
     // the reader stops where the data ran out: a field or nested message longer than the rest of the file
     if (e instanceof RangeError && m.startsWith('index out of range'))
       throw new OnnxFormatError(`truncated protobuf at byte ${reader.pos} (the file has ${bytes.length} bytes)`);

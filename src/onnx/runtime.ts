@@ -5,6 +5,7 @@
  * takes an `Ort` (parity.ts, import.ts) stay usable in both.
  */
 import type * as OrtModule from 'onnxruntime-web';
+import { errorText } from '../util/errors';
 
 export type Ort = typeof OrtModule;
 export type OrtSession = OrtModule.InferenceSession;
@@ -88,6 +89,6 @@ export function floats(t: OrtTensor | undefined, what: string): Float32Array {
 }
 
 function oneLine(e: unknown): string {
-  const m = e instanceof Error ? e.message : String(e);
+  const m = errorText(e);
   return m.replace(/\s+/g, ' ').trim();
 }

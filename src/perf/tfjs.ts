@@ -6,6 +6,7 @@
  */
 import type { ModelConfig } from '../model/config';
 import type { ParamTable } from '../model/params';
+import { errorText } from '../util/errors';
 
 export type Tf = typeof import('@tensorflow/tfjs-core');
 type Tensor = import('@tensorflow/tfjs-core').Tensor;
@@ -36,7 +37,7 @@ export function loadTfjs(gpu: GPU): Promise<Tf> {
     try {
       await import('@tensorflow/tfjs-core/dist/register_all_gradients.js');
     } catch (e) {
-      throw new Error(`TF.js gradients did not load (in Node, call installTfjsNodeResolver() first): ${(e as Error).message}`, {
+      throw new Error(`TF.js gradients did not load (in Node, call installTfjsNodeResolver() first): ${errorText(e)}`, {
         cause: e,
       });
     }

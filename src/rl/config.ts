@@ -7,6 +7,7 @@ import { validateModelConfig, type ModelConfig } from '../model/config';
 import { DEFAULT_REWARD, validateRewardConfig, type RewardConfig } from '../reward/reward';
 import { FAMILIES, type Family } from './tasks';
 import type { SuiteRef } from './tasks/from-suite';
+import { errorText } from '../util/errors';
 
 export interface SftConfig {
   lr: number;
@@ -384,7 +385,7 @@ export function validateRlConfig(input: unknown): RlConfig {
   try {
     validateModelConfig(c.model, 'config.model');
   } catch (e) {
-    throw new RlConfigError((e as Error).message);
+    throw new RlConfigError(errorText(e));
   }
   checkSection(c.tasks, SCHEMA.tasks, 'config.tasks', ['families', 'suite']);
   if (c.tasks.suite !== undefined) checkSuiteRef(c.tasks.suite);
@@ -410,7 +411,7 @@ export function validateRlConfig(input: unknown): RlConfig {
   try {
     c.reward = validateRewardConfig(c.reward, 'config.reward');
   } catch (e) {
-    throw new RlConfigError((e as Error).message);
+    throw new RlConfigError(errorText(e));
   }
   return c;
 }

@@ -25,6 +25,7 @@ import type { FromEvalWorker, ToEvalWorker } from './eval-protocol';
 import { evalSuite } from './eval-suite';
 import { holdLifeLock } from './life-lock';
 import type { RunBackend } from './run-protocol';
+import { errorText } from '../util/errors';
 
 interface WorkerScope {
   postMessage(message: FromEvalWorker): void;
@@ -95,7 +96,7 @@ async function start(m: ToEvalWorker): Promise<void> {
       try {
         runtime = await GpuRuntime.create(browserProvider(), { onUncapturedError: (e) => console.warn(`WebGPU: ${e.message}`) });
       } catch (e) {
-        note = `WebGPU is not usable in the eval worker: ${sentence((e as Error).message)} The evaluation uses the cpu backend (the float64 reference model) instead.`;
+        note = `WebGPU is not usable in the eval worker: ${sentence(errorText(e))} The evaluation uses the cpu backend (the float64 reference model) instead.`;
       }
     }
     backend = runtime ? 'webgpu' : 'cpu';
@@ -145,10 +146,9 @@ async function start(m: ToEvalWorker): Promise<void> {
     if (runtime.state === 'ready') await new Promise((r) => setTimeout(r, 50));
     const lost = runtime.lostReport;
     if (!lost) throw e;
-    throw new Error(
-      `the GPU device was lost during the evaluation (${lost.reason}: ${lost.message}): ${(e as Error).message}. Start it again.`,
-      { cause: e },
-    );
+    throw new Error(`the GPU device was lost during the evaluation (${lost.reason}: ${lost.message}): ${errorText(e)}. Start it again.`, {
+      cause: e,
+    });
   } finally {
     policy.dispose();
     pool.close();

@@ -24,6 +24,7 @@ import { onnxReference, REFERENCE_TOKENIZER_FILE, runReference, type ReferenceFi
 import type { RunBackend, RunStorageKind } from './run-protocol';
 import { readJson } from './run-dir';
 import { runStorage } from './run-dir-browser';
+import { errorText } from '../util/errors';
 
 export { StoppedError, type Summary } from './pipeline';
 
@@ -93,7 +94,7 @@ async function openRuntime(): Promise<{ runtime: GpuRuntime; note: null } | { ru
   } catch (e) {
     return {
       runtime: null,
-      note: `WebGPU is not usable in the run's worker: ${sentence((e as Error).message)} The run uses the cpu backend (the float64 reference model) instead.`,
+      note: `WebGPU is not usable in the run's worker: ${sentence(errorText(e))} The run uses the cpu backend (the float64 reference model) instead.`,
     };
   }
 }
@@ -186,7 +187,7 @@ export async function runInBrowser(o: BrowserRunOptions): Promise<Summary> {
     const lost = runtime.lostReport;
     if (!lost) throw e;
     throw new Error(
-      `the GPU device was lost during the run (${lost.reason}: ${lost.message}): ${(e as Error).message}. ` +
+      `the GPU device was lost during the run (${lost.reason}: ${lost.message}): ${errorText(e)}. ` +
         'What finished is saved; start the run again to resume it.',
       { cause: e },
     );

@@ -12,6 +12,7 @@
  * no empty, "." or ".." component, no backslash and no NUL, and appear once each.
  */
 import { crc32, crc32Hex } from '../container/crc32';
+import { errorText } from '../util/errors';
 
 export const RUN_BUNDLE_FORMAT = 'coderl-run';
 export const RUN_BUNDLE_VERSION = 1;
@@ -134,7 +135,7 @@ function parseHeader(head: Uint8Array): Header {
   try {
     h = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(head)) as Partial<Header>;
   } catch (e) {
-    return fail(`header is not valid JSON (${(e as Error).message})`);
+    return fail(`header is not valid JSON (${errorText(e)})`);
   }
   if (typeof h !== 'object' || h === null || h.format !== RUN_BUNDLE_FORMAT)
     fail(`header format is ${JSON.stringify(h?.format)}, not "${RUN_BUNDLE_FORMAT}"`);

@@ -12,6 +12,7 @@
  */
 import { checkName, committed, done } from '../container/browser';
 import type { RunDir } from './run-dir';
+import { errorText } from '../util/errors';
 
 export interface BrowserRunDir extends RunDir {
   readonly kind: 'opfs' | 'indexeddb';
@@ -137,7 +138,7 @@ async function opfsStorage(): Promise<RunStorage> {
           await w.close();
         } catch (e) {
           await w.abort().catch(() => undefined);
-          throw new Error(`could not write ${run}/${path} to OPFS: ${(e as Error).message}`, { cause: e });
+          throw new Error(`could not write ${run}/${path} to OPFS: ${errorText(e)}`, { cause: e });
         }
       };
       return {

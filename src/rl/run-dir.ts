@@ -1,3 +1,4 @@
+import { errorText } from '../util/errors';
 /**
  * Where a run keeps its files: a directory on disk for the CLI (run-dir-node.ts), OPFS or
  * IndexedDB in the browser. Names are relative paths with `/` separators.
@@ -19,7 +20,7 @@ export async function readJson<T>(store: RunDir, name: string): Promise<T | null
   try {
     return JSON.parse(t) as T;
   } catch (e) {
-    throw new Error(`${name}: not valid JSON (${(e as Error).message}); remove it to redo its stage`, { cause: e });
+    throw new Error(`${name}: not valid JSON (${errorText(e)}); remove it to redo its stage`, { cause: e });
   }
 }
 

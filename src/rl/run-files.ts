@@ -5,6 +5,7 @@
  */
 import type { Metrics, RolloutRecord } from './ppo-loop';
 import { readText, type RunDir } from './run-dir';
+import { errorText } from '../util/errors';
 
 /** One metrics.jsonl line: its stage, then the stage's numbers (and the alarms' messages). */
 export type MetricLine = { stage: string } & Record<string, Metrics[string] | string>;
@@ -31,7 +32,7 @@ function parseLines<T>(text: string, file: string): T[] {
     try {
       out.push(JSON.parse(line) as T);
     } catch (e) {
-      throw new Error(`${file} line ${i + 1}: not valid JSON (${(e as Error).message})`, { cause: e });
+      throw new Error(`${file} line ${i + 1}: not valid JSON (${errorText(e)})`, { cause: e });
     }
   });
   return out;

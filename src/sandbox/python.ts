@@ -234,7 +234,7 @@ export class PythonRunner {
         programFailed: true,
         testsFinished: false,
         error: {
-          message: `the Python interpreter crashed: ${String((e as Error).message ?? e)
+          message: `the Python interpreter crashed: ${String(errorText(e) ?? e)
             .split('\n')
             .slice(-3)
             .join(' ')
@@ -291,3 +291,5 @@ export class PythonRunner {
     return o;
   }
 }
+
+import { errorText } from '../util/errors';

@@ -9,6 +9,7 @@ import type { FromWorker, RunJob, ToWorker, WorkerInit } from './protocol';
 import { PythonRunner, type LoadPyodide } from './python';
 import { runJavaScript } from './quickjs';
 import { failedRun, type RunResult, type TestResult } from './result';
+import { errorText } from '../util/errors';
 
 export interface WorkerPlatform {
   post(message: FromWorker): void;
@@ -31,7 +32,7 @@ export function createWorker(platform: WorkerPlatform): (message: ToWorker) => v
       // the engine itself failed (e.g. the host stack ran out inside WebAssembly): its state is
       // suspect, so this worker is replaced
       return {
-        result: failedRun(job.task.task_id, 'error', `sandbox engine failure: ${String((e as Error).message ?? e).slice(0, 300)}`),
+        result: failedRun(job.task.task_id, 'error', `sandbox engine failure: ${String(errorText(e) ?? e).slice(0, 300)}`),
         recycle: true,
       };
     }

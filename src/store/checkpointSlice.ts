@@ -23,6 +23,7 @@ import {
   type StoredCheckpoint,
 } from '../container/browser';
 import type { LabState } from './index';
+import { errorText } from '../util/errors';
 
 export interface CheckpointSummary extends StoredCheckpoint {
   /** what the header says; null when the checkpoint could not be read */
@@ -73,7 +74,7 @@ async function summary(s: StoredCheckpoint): Promise<CheckpointSummary> {
   return out;
 }
 
-const message = (e: unknown): string => (e instanceof Error ? e.message : String(e)) || 'unknown error';
+const message = (e: unknown): string => errorText(e);
 
 /** Lets the browser paint the busy state before synchronous work (model init) holds the thread. */
 const paint = (): Promise<void> => new Promise((resolve) => setTimeout(resolve, 20));

@@ -28,6 +28,7 @@ import type { LoadIssue, Task } from '../tasks/types';
 import { fetchBuiltinSuite } from './builtin-suites';
 import { currentRuntime } from './gpuSlice';
 import type { LabState } from './index';
+import { errorText } from '../util/errors';
 
 export type EvalStatus = 'idle' | 'running' | 'done' | 'stopped' | 'error';
 
@@ -170,7 +171,7 @@ export function policyProblem(info: CheckpointInfo | null): string | null {
 const SPLIT_TEXT: Record<Split, string> = { heldout: 'held-out split', rl: 'RL split', train: 'train split', val: 'validation split' };
 export const splitLabel = (s: Split): string => SPLIT_TEXT[s];
 
-const message = (e: unknown): string => (e instanceof Error ? e.message : String(e)) || 'unknown error';
+const message = (e: unknown): string => errorText(e);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** the evaluation in flight's worker, and how to end its wait; null when none runs */

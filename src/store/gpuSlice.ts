@@ -9,6 +9,7 @@ import { browserProvider } from '../gpu/provider';
 import { GpuRuntime, type DeviceLossReport } from '../gpu/runtime';
 import { runSelfCheck } from '../kernels/selfcheck';
 import type { LabState } from './index';
+import { errorText } from '../util/errors';
 
 export type GpuStatus =
   /** not started */
@@ -68,7 +69,7 @@ export const createGpuSlice: StateCreator<LabState, [], [], GpuSlice> = (set, ge
         await get().runGpuSelfCheck();
       } catch (e) {
         const unavailable = e instanceof GpuError && e.kind === 'unavailable';
-        patch({ status: 'unavailable', problem: unavailable ? e.message : `Could not start WebGPU: ${(e as Error).message}` });
+        patch({ status: 'unavailable', problem: unavailable ? e.message : `Could not start WebGPU: ${errorText(e)}` });
       }
     },
 
@@ -89,7 +90,7 @@ export const createGpuSlice: StateCreator<LabState, [], [], GpuSlice> = (set, ge
         patch({ lost: null, devices: get().gpu.devices + 1 });
         await get().runGpuSelfCheck();
       } catch (e) {
-        patch({ status: 'lost', problem: `Re-creating the device failed: ${(e as Error).message}. Reload the page.` });
+        patch({ status: 'lost', problem: `Re-creating the device failed: ${errorText(e)}. Reload the page.` });
       }
     },
 

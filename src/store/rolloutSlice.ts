@@ -10,6 +10,7 @@ import type { StateCreator } from 'zustand';
 import { sideOf, type ComparePair, type CompareSide, type SideName } from '../lab/compare';
 import type { RolloutRecord } from '../rl/ppo-loop';
 import type { LabState } from './index';
+import { errorText } from '../util/errors';
 
 export interface RolloutSlice {
   rollouts: {
@@ -103,7 +104,7 @@ export const createRolloutSlice: StateCreator<LabState, [], [], RolloutSlice> = 
         patch({ status: 'ready', run, iterations, iteration: it, records, selected: same ? get().rollouts.selected : null });
       } catch (e) {
         if (seq !== openSeq) return;
-        const error = `${run}: ${e instanceof Error ? e.message : String(e)}`;
+        const error = `${run}: ${errorText(e)}`;
         // with the run's iterations listed, the failed one is open (empty), so another can be picked
         if (iterations === null) patch({ status: 'error', error });
         else patch({ status: 'error', error, run, iterations, iteration: it, records: [], selected: null });

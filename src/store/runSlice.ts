@@ -22,6 +22,7 @@ import { runStorage } from '../rl/run-dir-browser';
 import type { PhaseStart } from './eta';
 import type { MetricLine } from '../rl/run-files';
 import type { LabState } from './index';
+import { errorText } from '../util/errors';
 
 export type RunStatus = 'idle' | 'running' | 'stopping' | 'stopped' | 'done' | 'error';
 /** The phases with work in them, in pipeline order (`done` is the end, not a phase). */
@@ -84,13 +85,13 @@ export function parseSettings(preset: string, overridesJson: string): { cfg: RlC
     try {
       over = JSON.parse(overridesJson);
     } catch (e) {
-      return { cfg: null, error: `not valid JSON: ${(e as Error).message}` };
+      return { cfg: null, error: `not valid JSON: ${errorText(e)}` };
     }
   }
   try {
     return { cfg: resolveConfig(preset, over), error: null };
   } catch (e) {
-    return { cfg: null, error: (e as Error).message };
+    return { cfg: null, error: errorText(e) };
   }
 }
 
@@ -111,7 +112,7 @@ export function overridesOf(cfg: RlConfig): Record<string, unknown> {
 }
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
-const message = (e: unknown): string => (e instanceof Error ? e.message : String(e)) || 'unknown error';
+const message = (e: unknown): string => errorText(e);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const fill = <T>(v: T) => Object.fromEntries(WORK_PHASES.map((p) => [p, v])) as Record<WorkPhase, T>;
 

@@ -15,6 +15,7 @@ import type { JobTask } from '../sandbox/protocol';
 import { DEFAULT_LIMITS, type RunResult } from '../sandbox/result';
 import { SCRATCH_TASKS, type ScratchLanguage } from '../tasks/scratch';
 import type { LabState } from './index';
+import { errorText } from '../util/errors';
 
 export interface ScratchScore {
   /** the task's language: static analysis (lint, AST, complexity) applies to JavaScript only */
@@ -77,7 +78,7 @@ export function getAnalyzer(): Promise<Analyzer> {
   return analyzer;
 }
 
-const message = (e: unknown): string => (e instanceof Error ? e.message : String(e)) || 'unknown error';
+const message = (e: unknown): string => errorText(e);
 
 async function runProgram(lang: ScratchLanguage, completion: string): Promise<RunResult> {
   return runInSandbox(SCRATCH_TASKS[lang].task, completion);

@@ -1,5 +1,6 @@
 /** JSONL reading with line numbers: every bad line becomes an issue, the good lines still load. */
 import type { LoadIssue } from './types';
+import { errorText } from '../util/errors';
 
 export interface JsonlRecord {
   line: number;
@@ -18,7 +19,7 @@ export function parseJsonl(text: string, file: string): { records: JsonlRecord[]
     try {
       value = JSON.parse(raw);
     } catch (e) {
-      issues.push({ file, line, message: `bad JSON: ${(e as Error).message}` });
+      issues.push({ file, line, message: `bad JSON: ${errorText(e)}` });
       continue;
     }
     if (typeof value !== 'object' || value === null || Array.isArray(value)) {

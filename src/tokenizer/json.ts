@@ -1,4 +1,5 @@
 import { PRETOKENIZER_NAME } from './pretokenize';
+import { errorText } from '../util/errors';
 
 export const TOKENIZER_FORMAT = 'coderl-bpe';
 export const TOKENIZER_VERSION = 1;
@@ -33,7 +34,7 @@ export function parseTokenizerJSON(json: unknown): { merges: number[]; specials:
     try {
       obj = JSON.parse(json);
     } catch (e) {
-      fail(`not valid JSON: ${(e as Error).message}`);
+      fail(`not valid JSON: ${errorText(e)}`);
     }
   }
   if (typeof obj !== 'object' || obj === null || Array.isArray(obj)) {

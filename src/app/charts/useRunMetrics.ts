@@ -13,6 +13,7 @@ import { useEffect, useMemo, useRef, useState } from 'react';
 import { useLab } from '../../store';
 import { METRICS_KEPT } from '../../store/runSlice';
 import type { MetricRow } from './series';
+import { errorText } from '../../util/errors';
 
 export type RunSource = { kind: 'live' } | { kind: 'stored'; name: string };
 
@@ -33,8 +34,7 @@ async function readStored(name: string): Promise<MetricRow[]> {
   return readMetrics((await runStorage()).open(name));
 }
 
-const problem = (name: string, e: unknown): string =>
-  `Could not read the metrics of run “${name}”: ${(e instanceof Error ? e.message : String(e)) || 'unknown error'}`;
+const problem = (name: string, e: unknown): string => `Could not read the metrics of run “${name}”: ${errorText(e)}`;
 
 /** A stored run's metrics, read when `name` changes; null reads nothing. */
 function useStoredMetrics(name: string | null): RunMetrics {

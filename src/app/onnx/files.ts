@@ -17,4 +17,4 @@ export function parseContextLength(text: string): { value: number | undefined } 
   return { value: n };
 }
 
-export const errorText = (e: unknown): string => (e instanceof Error ? e.message : String(e)) || 'unknown error';
+export { errorText } from '../../util/errors';

@@ -8,6 +8,7 @@ import type { EngineBenchResult } from '../../perf/engine';
 import { useLab } from '../../store';
 import { currentRuntime } from '../../store/gpuSlice';
 import { OnnxRace } from '../onnx/OnnxRace';
+import { errorText } from '../../util/errors';
 
 type BenchState =
   | { phase: 'idle' }
@@ -41,7 +42,7 @@ export function BenchPanel() {
       const result = await benchEngine(rt, tf, ENGINE_BENCH_BROWSER, step);
       setState({ phase: 'done', result, seconds: (performance.now() - started.current) / 1000 });
     } catch (e) {
-      setState({ phase: 'error', message: (e as Error).message || String(e) });
+      setState({ phase: 'error', message: errorText(e) || String(e) });
     }
   }
 

@@ -23,6 +23,7 @@ import { SettingsForm } from '../setup/SettingsForm';
 import { ReferencePicker } from '../setup/ReferencePicker';
 import { storedReference } from '../setup/reference';
 import { SuitePicker } from '../setup/SuitePicker';
+import { errorText } from '../../util/errors';
 
 const PRESETS = Object.keys(RL_PRESETS);
 
@@ -45,7 +46,7 @@ function nameProblem(name: string): string | null {
     checkRunName(name);
     return null;
   } catch (e) {
-    return (e as Error).message;
+    return errorText(e);
   }
 }
 
@@ -296,7 +297,7 @@ function DeleteRun({ run, files }: { run: string; files: number }) {
       await del(run);
       setAsking(false);
     } catch (e) {
-      setError(`Could not delete “${run}”: ${(e as Error).message}`);
+      setError(`Could not delete “${run}”: ${errorText(e)}`);
     }
   };
   if (!asking) {
@@ -342,7 +343,7 @@ function RunTransfer({ run, onImported }: { run: string | null; onImported(name:
     try {
       downloadBlob(`${run}${RUN_BUNDLE_EXT}`, await exportRun(run));
     } catch (e) {
-      setError({ kind: 'export', message: `Export failed: ${(e as Error).message}` });
+      setError({ kind: 'export', message: `Export failed: ${errorText(e)}` });
     }
   };
   const doImport = async (file: File, as?: string): Promise<void> => {
@@ -353,7 +354,7 @@ function RunTransfer({ run, onImported }: { run: string | null; onImported(name:
       await inspect(name);
       onImported(name);
     } catch (e) {
-      const message = (e as Error).message;
+      const message = errorText(e);
       setError({ kind: 'import', message: `Could not import "${file.name}"${as ? ` as “${as}”` : ''}: ${message}` });
       if (/already exists/.test(message)) {
         const base = as ?? /a run named "(.*)" already exists/.exec(message)?.[1] ?? 'imported';

@@ -23,6 +23,7 @@ import {
   type SortKey,
 } from '../../lab/whatif';
 import '../rollout/rollout.css';
+import { errorText } from '../../util/errors';
 
 const SORTS: { key: SortKey; label: string }[] = [
   { key: 'total', label: 'Reward total' },
@@ -50,7 +51,7 @@ export function RolloutBrowser() {
     try {
       return { stats: groupStats(r.records, r.weights), error: null };
     } catch (e) {
-      return { stats: null, error: (e as Error).message };
+      return { stats: null, error: errorText(e) };
     }
   }, [r.records, r.weights]);
   // a component's sort key falls back to the total on an iteration without that component

@@ -28,8 +28,9 @@ import { fmtNum } from '../rollout/tokens';
 import { rescore, type RewardWeights } from '../../lab/whatif';
 import '../rollout/view.css';
 import { loadRolloutMonaco, type MonacoApi } from '../rollout/monaco';
+import { errorText } from '../../util/errors';
 
-const message = (e: unknown): string => (e instanceof Error ? e.message : String(e)) || 'unknown error';
+const message = (e: unknown): string => errorText(e);
 const num = (x: number, d = 3): string => fmtNum(Number.isFinite(x) ? x : null, d);
 const LABEL: Record<SideName, string> = { a: 'A', b: 'B' };
 /** the diff editor's height bounds */

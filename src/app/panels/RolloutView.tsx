@@ -41,10 +41,11 @@ import type { RewardWeights } from '../../lab/whatif';
 import { AstTree, Breakdown, OUTLINE_NODES, Tests, type Outline, type Scored } from '../rollout/panes';
 import '../rollout/view.css';
 import { loadRolloutMonaco, type MonacoApi } from '../rollout/monaco';
+import { errorText } from '../../util/errors';
 
 const DEBOUNCE_MS = 400;
 const OWNERS = ['ast', 'lint', 'tests'] as const;
-const message = (e: unknown): string => (e instanceof Error ? e.message : String(e)) || 'unknown error';
+const message = (e: unknown): string => errorText(e);
 
 // ---------------------------------------------------------------------------------------------
 // Loading: Monaco once per page, each run's tasks and reward config once per run

@@ -16,6 +16,7 @@ import { BUILTIN_SUITES, builtinSuiteLabel, type BuiltinSuite } from '../../task
 import { bytesToText } from '../../tasks/bytes';
 import { getPath, withOverride } from './fields';
 import type { RlConfig } from '../../rl/config';
+import { errorText } from '../../util/errors';
 
 interface Props {
   preset: string;
@@ -65,7 +66,7 @@ export function SuitePicker({ preset, overrides, cfg, onOverrides, suiteText, on
       onSuiteText(text);
       setPath('tasks.suite', ref);
     } catch (e) {
-      if (my === seq.current) setError((e as Error).message);
+      if (my === seq.current) setError(errorText(e));
     } finally {
       if (my === seq.current) setReading(false);
     }

@@ -8,6 +8,7 @@
  */
 import { mergeConfig, resolveConfig, RL_PRESETS, type RlConfig } from '../../rl/config';
 import { DEFAULT_REWARD } from '../../reward/reward';
+import { errorText } from '../../util/errors';
 
 export type FieldKind = 'int' | 'num' | 'bool' | 'enum';
 
@@ -177,7 +178,7 @@ export function fieldError(preset: string, path: string, value: unknown): string
     resolveConfig(preset, withOverride({}, preset, path, value));
     return null;
   } catch (e) {
-    const msg = (e as Error).message;
+    const msg = errorText(e);
     const own = `config.${path}: `;
     return msg.startsWith(own) ? msg.slice(own.length) : msg;
   }

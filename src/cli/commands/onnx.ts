@@ -19,6 +19,7 @@ import { loadNodeOrt } from '../../onnx/node';
 import { onnxParity, type ParityReport } from '../../onnx/parity';
 import { intOption, readInput, UsageError, type Command, type Io, type Options } from '../command';
 import { readSuiteArg, resolveSuiteArg } from '../suite-arg';
+import { errorText } from '../../util/errors';
 
 const SUBCOMMANDS = ['export', 'parity', 'eval'] as const;
 type Sub = (typeof SUBCOMMANDS)[number];
@@ -135,7 +136,7 @@ async function runParity(options: Options, io: Io): Promise<number> {
     try {
       rt = await GpuRuntime.create(await nodeProvider());
     } catch (e) {
-      io.err(`coderl onnx parity: no WebGPU adapter, comparing with the CPU model only (${(e as Error).message.split('\n')[0]})`);
+      io.err(`coderl onnx parity: no WebGPU adapter, comparing with the CPU model only (${errorText(e).split('\n')[0]})`);
     }
   }
   let r: ParityReport;

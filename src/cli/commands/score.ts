@@ -11,6 +11,7 @@ import { canonicalCompletions, loadSuite } from '../../tasks/suite';
 import { formatIssue, type Completion, type LoadIssue } from '../../tasks/types';
 import { intOption, readInput, UsageError, type Command, type Io } from '../command';
 import { readSuiteArg, resolveSuiteArg } from '../suite-arg';
+import { errorText } from '../../util/errors';
 
 function summaryLines(s: ScoreSummary, records: ScoreRecord[], workers: number): string[] {
   const verdicts = Object.entries(s.verdicts)
@@ -138,7 +139,7 @@ async function rewardOption(value: string | boolean | undefined): Promise<Reward
   try {
     parsed = JSON.parse(text);
   } catch (e) {
-    throw new UsageError(`coderl score: --reward is not valid JSON: ${(e as Error).message}`);
+    throw new UsageError(`coderl score: --reward is not valid JSON: ${errorText(e)}`);
   }
   try {
     return validateRewardConfig(parsed, '--reward');

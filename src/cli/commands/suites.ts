@@ -6,6 +6,7 @@ import { BUILTIN_SUITES, type BuiltinSuite } from '../../tasks/builtin-suites';
 import { loadSuite } from '../../tasks/suite';
 import { formatIssue } from '../../tasks/types';
 import type { Command } from '../command';
+import { errorText } from '../../util/errors';
 
 /** One built-in suite as `coderl suites` reports it, read from its file. */
 export interface SuiteListing {
@@ -45,7 +46,7 @@ async function listing(s: BuiltinSuite): Promise<SuiteListing> {
       : undefined;
     return row(loaded.items.length, await sha256Hex(bytes), problem);
   } catch (e) {
-    return row(null, null, `cannot read ${file}: ${(e as Error).message}`);
+    return row(null, null, `cannot read ${file}: ${errorText(e)}`);
   }
 }
 

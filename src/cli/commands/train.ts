@@ -16,6 +16,7 @@ import { readSuiteArg, resolveSuiteArg } from '../suite-arg';
 import { exploreHook } from '../../rl/explore-hook';
 import { tokenizerSidecarPath } from '../../onnx/export';
 import { loadNodeOrt } from '../../onnx/node';
+import { errorText } from '../../util/errors';
 
 /**
  * --reference M.onnx: the KL penalty's frozen reference is this ONNX causal LM (run in
@@ -65,7 +66,7 @@ async function overridesOption(v: string | boolean | undefined): Promise<unknown
   try {
     return JSON.parse(text);
   } catch (e) {
-    throw new UsageError(`coderl train: --set is not valid JSON: ${(e as Error).message}`);
+    throw new UsageError(`coderl train: --set is not valid JSON: ${errorText(e)}`);
   }
 }
 
