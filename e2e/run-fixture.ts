@@ -8,9 +8,9 @@
 import type { Page } from 'playwright-core';
 import { createAnalyzer } from '../src/analysis';
 import { nodeWasmLoader } from '../src/analysis/wasm-node';
-import { createBackend } from '../src/model/backend';
 import { mergeConfig, resolveConfig } from '../src/rl/config';
 import { runPipeline, type Summary } from '../src/rl/pipeline';
+import { labGptFactory } from '../src/policy';
 import { MemoryRunDir } from '../src/rl/run-dir';
 import { MINI_RUN } from '../src/rl/testing';
 import { createNodePool } from '../src/sandbox/pool.node';
@@ -33,10 +33,9 @@ export async function nodeRun(seed = 1, overrides: unknown = {}): Promise<NodeRu
     const summary = await runPipeline({
       cfg,
       seed,
-      backend: 'cpu',
+      policies: labGptFactory('cpu'),
       store,
       scorer: { pool, analyzer },
-      makeBackend: (config, params, optim, optimizer) => createBackend('cpu', { config, params, optim, optimizer }),
     });
     return { files: Object.fromEntries(store.files), summary };
   } finally {

@@ -1,9 +1,10 @@
 /**
  * An ONNX causal LM as a frozen PolicyBackend: `forward` (per-token logits and values: scoring,
- * the KL reference) and `generate` (sampling, pass@k), run in onnxruntime. Training calls are
- * errors. Generation has the CPU backend's semantics (cpu-generate.ts): left-padded prompts, the
- * same counter-based uniforms and the same sampler (sampleRef), so our own exported model
- * samples the same tokens through ORT as through the engine.
+ * the KL reference), `generate` (sampling, pass@k) and `describe`, run in onnxruntime. Training
+ * calls are errors saying the model is frozen (policy/onnx.ts adds the tokenizer, which makes it
+ * a Policy of the RL stages). Generation has the CPU backend's semantics (cpu-generate.ts):
+ * left-padded prompts, the same counter-based uniforms and the same sampler (sampleRef), so our
+ * own exported model samples the same tokens through ORT as through the engine.
  *
  * How the model is stepped depends on its inputs (import.ts):
  *   past_key_values   prefill once, then one token per step fed the previous step's present
@@ -16,6 +17,7 @@
 import type { PolicyBackend } from '../model/backend';
 import type { ModelConfig } from '../model/config';
 import { checkInput, defaultPositions, type ForwardInput } from '../model/cpu';
+import { paramTable } from '../model/params';
 import { Collector, padPrompts, validateGenerate, type GenerateOptions, type GenerateResult } from '../model/generate-common';
 import { randUniformRef } from '../kernels/rand';
 import { NO_TOKEN, sampleRef } from '../kernels/sample';
@@ -45,6 +47,28 @@ export class OnnxPolicy implements PolicyBackend {
     readonly info: OnnxModelInfo,
     readonly config: ModelConfig,
   ) {}
+
+  /**
+   * What it is (src/policy's PolicyDescription): the shape our exporter recorded, else what its KV
+   * cache shows; the parameter count of a foreign graph is unknown (null).
+   */
+  describe() {
+    const c = this.config;
+    const { config: ours, kv, file } = this.info;
+    const shape = ours
+      ? `${ours.nLayer} layers, d_model ${ours.dModel}, ${ours.nHead} heads`
+      : kv
+        ? `${kv.layers} layers, ${kv.heads} heads`
+        : 'layers unknown';
+    return {
+      family: 'onnx',
+      architecture: `${file}: ${shape}`,
+      parameters: ours ? paramTable(ours).count : null,
+      vocabSize: c.vocabSize,
+      contextLength: c.contextLength,
+      backend: 'onnxruntime' as const,
+    };
+  }
 
   /** Left padding is exact only when the model takes both the mask and the positions. */
   private get canPad(): boolean {
@@ -223,7 +247,7 @@ export class OnnxPolicy implements PolicyBackend {
   }
 
   setOptim(): void {
-    throw new Error(`${this.info.file}: an imported ONNX model is frozen (setOptim)`);
+    throw frozenError(this.info.file, 'setOptim');
   }
 
   dispose(): void {
@@ -231,12 +255,13 @@ export class OnnxPolicy implements PolicyBackend {
   }
 
   private frozen(what: string): Promise<never> {
-    return Promise.reject(
-      new Error(
-        `${this.info.file}: an imported ONNX model is frozen: it samples, scores and serves as the KL reference, but cannot ${what}`,
-      ),
-    );
+    return Promise.reject(frozenError(this.info.file, what));
   }
+}
+
+/** A training or saving call on an imported model: it is frozen. */
+export function frozenError(file: string, what: string): Error {
+  return new Error(`${file}: an imported ONNX model is frozen: it samples, scores and serves as the KL reference, but cannot ${what}`);
 }
 
 function concat(parts: Float32Array[]): Float32Array {

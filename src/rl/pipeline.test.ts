@@ -12,6 +12,7 @@ import { loadModel } from '../model/model-file';
 import { initParams } from '../model/init';
 import { DEFAULT_OPTIM } from '../model/optim';
 import { paramTable } from '../model/params';
+import { labGptFactory } from '../policy';
 import type { SandboxPool } from '../sandbox/pool';
 import { createNodePool } from '../sandbox/pool.node';
 import { testRuntime } from '../testing/gpu';
@@ -49,10 +50,9 @@ function run(cfg: RlConfig, store: MemoryRunDir, shouldStop?: () => boolean, sui
     suiteText,
     cfg,
     seed: 3,
-    backend: 'cpu',
+    policies: labGptFactory('cpu'),
     store,
     scorer: { pool, analyzer },
-    makeBackend: (config, params, optim, optimizer) => createBackend('cpu', { config, params, optim, optimizer }),
     shouldStop,
   });
 }
@@ -95,22 +95,22 @@ describe('pipeline', () => {
     const ppo = metrics.filter((m) => m.stage === 'ppo');
     expect(ppo).toHaveLength(2);
     for (const key of [
-      'env/reward_mean',
+      'reward',
       'env/pass_rate',
       'objective/kl',
-      'policy/approxkl',
-      'policy/clipfrac',
-      'policy/entropy',
-      'loss/policy',
-      'loss/value',
-      'val/explained_variance',
-      'tokens/responses_len_mean',
+      'losses/approx_kl',
+      'losses/clipfrac',
+      'policy/entropy_avg',
+      'loss/policy_avg',
+      'loss/value_avg',
+      'losses/explained_variance',
+      'completions/mean_length',
       'time/rollout_s',
       'time/scoring_s',
       'time/update_s',
       'tokens/per_s',
-      'reward/test_pass_mean',
-      'reward/reward_model_mean',
+      'rewards/test_pass/mean',
+      'rewards/reward_model/mean',
       'eval/heldout_pass@1',
     ]) {
       expect(ppo[0], key).toHaveProperty([key]);
@@ -236,11 +236,10 @@ describe('pause', () => {
     const running = runPipeline({
       cfg,
       seed: 3,
-      backend: 'cpu',
+      policies: labGptFactory('cpu'),
       store,
       scorer: { pool, analyzer },
       gate,
-      makeBackend: (config, params, optim, optimizer) => createBackend('cpu', { config, params, optim, optimizer }),
     });
     await vi.waitFor(() => expect(release).not.toBeNull(), { timeout: 120_000, interval: 20 });
     const before = new Map([...store.files].map(([k, v]) => [k, v.length]));
@@ -345,13 +344,13 @@ describe('webgpu', () => {
       // the same rollouts (identical sampling from the same uniforms) and rewards
       expect(g.out.rollouts.map((r) => r.completion)).toEqual(c.out.rollouts.map((r) => r.completion));
       expect(g.out.rollouts.map((r) => r.score)).toEqual(c.out.rollouts.map((r) => r.score));
-      const critic = cfg.rl.algo === 'ppo' ? ['loss/value', 'val/explained_variance'] : []; // GRPO has no value head loss
+      const critic = cfg.rl.algo === 'ppo' ? ['loss/value_avg', 'losses/explained_variance'] : []; // GRPO has no value head loss
       for (const key of [
-        'env/reward_mean',
+        'reward',
         'env/pass_rate',
-        'policy/entropy',
-        'loss/policy',
-        'policy/approxkl',
+        'policy/entropy_avg',
+        'loss/policy_avg',
+        'losses/approx_kl',
         'objective/kl',
         ...critic,
       ]) {

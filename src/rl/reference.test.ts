@@ -5,10 +5,10 @@
  */
 import { createHash } from 'node:crypto';
 import { describe, expect, test } from 'vitest';
-import { createBackend } from '../model/backend';
 import { exportOnnx } from '../onnx/export';
 import { loadNodeOrt } from '../onnx/node';
 import { bigramForSuite, tinySnapshot } from '../onnx/testing';
+import { labGptFactory } from '../policy';
 import { Tokenizer } from '../tokenizer';
 import { mergeConfig, resolveConfig, type RlConfig } from './config';
 import { runPipeline, StoppedError } from './pipeline';
@@ -109,11 +109,10 @@ describe('the pipeline checks an ONNX reference at setup, before SFT', () => {
     return runPipeline({
       cfg,
       seed: 2,
-      backend: 'cpu',
+      policies: labGptFactory('cpu'),
       store,
       scorer,
       shouldStop,
-      makeBackend: (config, params, optim, optimizer) => createBackend('cpu', { config, params, optim, optimizer }),
       reference: onnxReference(
         loadNodeOrt,
         { bytes: model, tokenizerText, file: name, tokenizerFile: `${name}.tokenizer.json` },

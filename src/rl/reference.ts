@@ -10,9 +10,9 @@
  *   without the model being imported again, and a changed stored file is refused.
  * Nothing here imports onnxruntime: callers pass how to load it (Node or the browser).
  */
-import type { PolicyBackend } from '../model/backend';
 import type { ModelConfig } from '../model/config';
 import { assertSameTokenizer, importOnnxModel } from '../onnx/import';
+import { FrozenOnnxPolicy, type Policy } from '../policy';
 import type { Ort } from '../onnx/runtime';
 import type { Tokenizer } from '../tokenizer';
 import type { RlConfig } from './config';
@@ -55,14 +55,14 @@ export function importedReference<M extends { ref: ReferenceRef }>(named: Refere
 
 /**
  * The pipeline's `reference` factory for an ONNX model: loaded when asked (with the run's context
- * length), refused unless its tokenizer is the run's (`what` names it in the message); the
- * pipeline then checks vocabulary and context (pipeline.ts referenceBackend).
+ * length) as a frozen Policy, refused unless its tokenizer is the run's (`what` names it in the
+ * message); the pipeline then checks vocabulary and context (stages/rl.ts loadReference).
  */
 export function onnxReference(
   loadOrt: () => Promise<Ort>,
   files: ReferenceFiles & { file: string; tokenizerFile: string },
   what: string,
-): (tok: Tokenizer, model: ModelConfig) => Promise<PolicyBackend> {
+): (tok: Tokenizer, model: ModelConfig) => Promise<Policy> {
   return async (tok, model) => {
     const { policy, tokenizer } = await importOnnxModel(await loadOrt(), files.bytes, files.tokenizerText, {
       file: files.file,
@@ -75,7 +75,7 @@ export function onnxReference(
       policy.dispose();
       throw e;
     }
-    return policy;
+    return new FrozenOnnxPolicy(policy, tokenizer);
   };
 }
 

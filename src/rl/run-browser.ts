@@ -11,8 +11,7 @@ import { createAnalyzer, type Analyzer } from '../analysis';
 import { browserWasmLoader } from '../analysis/wasm-browser';
 import { browserProvider } from '../gpu/provider';
 import { GpuRuntime } from '../gpu/runtime';
-import { createBackend, type PolicyBackend } from '../model/backend';
-import type { OptimConfig } from '../model/optim';
+import { labGptFactory, type OptimConfig, type Policy, type PolicyFactory } from '../policy';
 import type { SandboxPool } from '../sandbox/pool';
 import { createBrowserPool, defaultPoolSize } from '../sandbox/pool.browser';
 import type { Ort } from '../onnx/runtime';
@@ -99,10 +98,10 @@ async function openRuntime(): Promise<{ runtime: GpuRuntime; note: null } | { ru
   }
 }
 
-/** What a fault drill (injectFault) can reach: the run's GPU runtime and its live training backends. */
-const drill: { runtime: GpuRuntime | null; backends: Set<{ backend: PolicyBackend; optim: OptimConfig }> } = {
+/** What a fault drill (injectFault) can reach: the run's GPU runtime and its live policies. */
+const drill: { runtime: GpuRuntime | null; policies: Set<{ policy: Policy; optim: OptimConfig }> } = {
   runtime: null,
-  backends: new Set(),
+  policies: new Set(),
 };
 
 export type FaultKind = 'lose-device' | 'non-finite';
@@ -123,29 +122,39 @@ export function injectFault(kind: FaultKind): string {
     return "destroyed the run's GPU device";
   }
   if (kind === 'non-finite') {
-    if (!drill.backends.size) throw new Error('injectFault: no training backend is live right now');
-    for (const { backend, optim } of drill.backends) backend.setOptim({ ...optim, lr: Number.NaN });
-    return `set the learning rate of ${drill.backends.size} backend(s) to NaN`;
+    if (!drill.policies.size) throw new Error('injectFault: no training backend is live right now');
+    for (const { policy, optim } of drill.policies) policy.setOptim({ ...optim, lr: Number.NaN });
+    return `set the learning rate of ${drill.policies.size} backend(s) to NaN`;
   }
   throw new Error(`injectFault: unknown fault ${JSON.stringify(kind)} (lose-device, non-finite)`);
 }
 
-/** createBackend, with the backend kept reachable for injectFault while it lives. */
-function drillable(kind: RunBackend, init: Parameters<typeof createBackend>[1]): PolicyBackend {
-  const backend = createBackend(kind, init);
-  const entry = { backend, optim: init.optim };
-  drill.backends.add(entry);
-  const setOptim = backend.setOptim.bind(backend);
-  const dispose = backend.dispose.bind(backend);
-  backend.setOptim = (opt) => {
-    entry.optim = opt;
-    setOptim(opt);
+/** The factory's policies, each kept reachable for injectFault while it lives. */
+function drillable(f: PolicyFactory): PolicyFactory {
+  const track = (policy: Policy, optim: OptimConfig): Policy => {
+    const entry = { policy, optim };
+    drill.policies.add(entry);
+    const setOptim = policy.setOptim.bind(policy);
+    const dispose = policy.dispose.bind(policy);
+    policy.setOptim = (opt) => {
+      entry.optim = opt;
+      setOptim(opt);
+    };
+    policy.dispose = () => {
+      drill.policies.delete(entry);
+      dispose();
+    };
+    return policy;
   };
-  backend.dispose = () => {
-    drill.backends.delete(entry);
-    dispose();
+  return {
+    family: f.family,
+    backend: f.backend,
+    init: (spec, seed, optim) => track(f.init(spec, seed, optim), optim),
+    fromParams: (spec, params, optim, optimizer) => track(f.fromParams(spec, params, optim, optimizer), optim),
+    load: (spec, bytes, optim, withOptimizer) => track(f.load(spec, bytes, optim, withOptimizer), optim),
+    readCheckpoint: (spec, bytes) => f.readCheckpoint(spec, bytes),
+    writeCheckpoint: (spec, ckpt) => f.writeCheckpoint(spec, ckpt),
   };
-  return backend;
 }
 
 export async function runInBrowser(o: BrowserRunOptions): Promise<Summary> {
@@ -164,11 +173,9 @@ export async function runInBrowser(o: BrowserRunOptions): Promise<Summary> {
     return await runPipeline({
       cfg: o.cfg,
       seed: o.seed,
-      backend,
+      policies: drillable(labGptFactory(backend, runtime ?? undefined)),
       store,
       scorer: s,
-      makeBackend: (config, params, optim, optimizer) =>
-        drillable(backend, { config, params, optim, optimizer, runtime: runtime ?? undefined }),
       exploreFor: (tok) => exploreHook(tok, o.cfg.explore),
       onEvent: o.onEvent,
       onMetrics: o.onMetrics,
@@ -193,7 +200,7 @@ export async function runInBrowser(o: BrowserRunOptions): Promise<Summary> {
     );
   } finally {
     drill.runtime = null;
-    drill.backends.clear();
+    drill.policies.clear();
     await runtime?.release(); // the device is gone before the worker reports its end (eval-worker.ts says why)
   }
 }

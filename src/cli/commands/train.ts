@@ -2,7 +2,7 @@ import { createAnalyzer } from '../../analysis';
 import { nodeWasmLoader } from '../../analysis/wasm-node';
 import { nodeProvider } from '../../gpu/node';
 import { GpuRuntime } from '../../gpu/runtime';
-import { createBackend, type BackendKind } from '../../model/backend';
+import type { BackendKind } from '../../model/backend';
 import { basename } from 'node:path';
 import { mergeConfig, resolveConfig, RlConfigError, RL_PRESETS } from '../../rl/config';
 import { readSuiteSource, SuiteSourceError, type SuiteRef } from '../../rl/tasks/from-suite';
@@ -16,6 +16,7 @@ import { readSuiteArg, resolveSuiteArg } from '../suite-arg';
 import { exploreHook } from '../../rl/explore-hook';
 import { tokenizerSidecarPath } from '../../onnx/export';
 import { loadNodeOrt } from '../../onnx/node';
+import { labGptFactory } from '../../policy';
 import { errorText } from '../../util/errors';
 
 /**
@@ -174,11 +175,9 @@ export const trainCommand: Command = {
       const summary = await runPipeline({
         cfg,
         seed,
-        backend,
+        policies: labGptFactory(backend, rt ?? undefined),
         store: fileRunDir(out),
         scorer: { pool, analyzer },
-        makeBackend: (config, params, optim, optimizer) =>
-          createBackend(backend, { config, params, optim, optimizer, runtime: rt ?? undefined }),
         exploreFor: (tok) => exploreHook(tok, cfg.explore),
         onEvent,
         suiteText,

@@ -1,0 +1,103 @@
+/**
+ * Evaluation, the same for every stage's policy: pass@k on the held-out split, pass@1 on fixed
+ * subsets of the train and rl splits (seeds derived from the run's seed, so SFT and RL are
+ * measured on the same samples' seeds), and the run's summary (summary.json), written last.
+ */
+import type { BackendKind, Policy } from '../../policy';
+import type { RlConfig } from '../config';
+import { evaluate, type EvalResult } from '../evaluate';
+import { writeJson } from '../run-dir';
+import type { GeneratedTask } from '../tasks';
+import type { RunContext } from './context';
+import type { RmJson } from './reward-model';
+
+export interface StageEval {
+  heldout_pass1: number;
+  /** on a fixed subset of the train split (SFT's data) */
+  train_pass1: number;
+  /** on a fixed subset of the rl split (PPO's tasks) */
+  rl_tasks_pass1: number;
+  heldout_passk: Record<string, number>;
+  heldout_by_family: Record<string, number>;
+}
+
+/** sft.json: SFT's evaluation, its steps and where it stopped early. */
+export type SftSummary = StageEval & { steps: number; best_step: number; best_val_loss: number };
+
+export interface Summary {
+  preset: string;
+  seed: number;
+  backend: BackendKind;
+  sft: SftSummary;
+  /** null when disabled; `skipped` says why when it could not be trained */
+  rm: { heldout_pairwise_accuracy: number; train_pairwise_accuracy: number; heldout_pairs: number } | { skipped: string } | null;
+  rl: StageEval & { iterations: number; algo: string };
+  minutes: number;
+  explore: RlConfig['explore'];
+}
+
+/** Tasks of the train and rl splits their pass@1 is measured on (a fixed subset keeps evaluation cheap). */
+export const TRAIN_EVAL_TASKS = 48;
+
+/** A strided subset (the splits are sorted by task id, so a prefix would be one family). */
+export function evalSubset(tasks: readonly GeneratedTask[]): GeneratedTask[] {
+  const step = Math.max(1, Math.floor(tasks.length / TRAIN_EVAL_TASKS));
+  return tasks.filter((_, i) => i % step === 0).slice(0, TRAIN_EVAL_TASKS);
+}
+
+/** pass@k on the held-out split (also PPO's periodic evaluation, with the same seed). */
+export function evalHeldout(ctx: RunContext, policy: Policy): Promise<EvalResult> {
+  const { cfg, seed } = ctx;
+  return evaluate(policy, ctx.tok, ctx.set.heldout, cfg.eval, ctx.scorer, cfg.reward, (seed * 17 + 1) >>> 0);
+}
+
+/** Held-out pass@k, then pass@1 on the train and rl subsets, in that order. */
+export async function evalBoth(ctx: RunContext, policy: Policy): Promise<{ held: EvalResult; train: EvalResult; rl: EvalResult }> {
+  const { cfg, seed } = ctx;
+  const held = await evalHeldout(ctx, policy);
+  const train = await evaluate(policy, ctx.tok, ctx.trainEval, { ...cfg.eval, k: [1] }, ctx.scorer, cfg.reward, (seed * 17 + 2) >>> 0);
+  const rl = await evaluate(policy, ctx.tok, ctx.rlEval, { ...cfg.eval, k: [1] }, ctx.scorer, cfg.reward, (seed * 17 + 3) >>> 0);
+  return { held, train, rl };
+}
+
+export function stageEval(r: { held: EvalResult; train: EvalResult; rl: EvalResult }): StageEval {
+  return {
+    heldout_pass1: r.held.passAtK['pass@1']!,
+    train_pass1: r.train.passAtK['pass@1']!,
+    rl_tasks_pass1: r.rl.passAtK['pass@1']!,
+    heldout_passk: r.held.passAtK,
+    heldout_by_family: r.held.byFamily,
+  };
+}
+
+/** A stage's evaluation of its policy (evalBoth, summarised). */
+export async function evaluateStage(ctx: RunContext, policy: Policy): Promise<StageEval> {
+  return stageEval(await evalBoth(ctx, policy));
+}
+
+/** The last stage: summary.json (a rerun of the finished run returns it), state.json, the closing event. */
+export async function writeSummary(ctx: RunContext, sft: SftSummary, rm: RmJson | null, rl: StageEval): Promise<Summary> {
+  const { cfg, seed, store } = ctx;
+  const summary: Summary = {
+    preset: cfg.preset,
+    seed,
+    backend: ctx.backend,
+    sft,
+    rm: !rm
+      ? null
+      : 'skipped' in rm
+        ? { skipped: rm.skipped }
+        : {
+            heldout_pairwise_accuracy: rm.heldoutAccuracy,
+            train_pairwise_accuracy: rm.trainAccuracy,
+            heldout_pairs: rm.heldoutPairs,
+          },
+    rl: { ...rl, iterations: cfg.rl.iterations, algo: cfg.rl.algo },
+    minutes: ctx.elapsed() / 60000,
+    explore: cfg.explore,
+  };
+  await writeJson(store, 'summary.json', summary);
+  await ctx.saveState();
+  ctx.emit('done', 1, `held-out pass@1: SFT ${summary.sft.heldout_pass1.toFixed(3)} -> RL ${summary.rl.heldout_pass1.toFixed(3)}`);
+  return summary;
+}
