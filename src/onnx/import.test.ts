@@ -278,7 +278,7 @@ describe('as the frozen KL reference of a PPO iteration', () => {
     for (const r of withOnnx.rollouts)
       for (let i = 0; i < r.ref_logprobs.length; i++) expect(r.ref_logprobs[i]!).toBeCloseTo(r.logprobs[i]!, 3);
     expect(withOnnx.rollouts.map((r) => r.completion)).toEqual(withCpu.rollouts.map((r) => r.completion));
-    expect(withOnnx.metrics['env/reward_mean']).toBe(withCpu.metrics['env/reward_mean']);
+    expect(withOnnx.metrics['reward']).toBe(withCpu.metrics['reward']);
     expect(() => assertSameTokenizer(t, byteTokenizer())).toThrow(/its tokenizer differs from the policy's/);
   }, 120_000);
 });

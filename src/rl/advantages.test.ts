@@ -1,6 +1,6 @@
 /** Advantage estimation and the KL controller against hand-computed values. */
 import { describe, expect, test } from 'vitest';
-import { explainedVariance, gae, groupAdvantages, KlController, meanStd, tokenRewards, whiten } from './advantages';
+import { explainedVariance, gae, groupAdvantages, groupStdStats, KlController, meanStd, tokenRewards, whiten } from './advantages';
 
 describe('tokenRewards', () => {
   test('penalises each token by coef * (logp - ref) and adds the score at the end', () => {
@@ -74,5 +74,19 @@ describe('KlController', () => {
     const adaptive = new KlController(0.1, true, 6, 100);
     expect(adaptive.update(12, 50)).toBeCloseTo(0.1 * (1 + 0.2 * 0.5), 12); // KL too high: coefficient up, clipped error
     expect(adaptive.update(5.4, 100)).toBeCloseTo(0.11 * (1 - 0.1), 12); // KL below target: down
+  });
+});
+
+describe('groupStdStats (TRL GRPOTrainer reward_std, frac_reward_zero_std)', () => {
+  test("the mean of each completion's group sample std; the share of completions in flat groups", () => {
+    // group 0: [1, 0, 1, 0] std (unbiased) = sqrt(1/3); group 1: [0.5, 0.5, 0.5, 0.5] std 0
+    const xs = [1, 0, 1, 0].map((score) => ({ group: 0, score })).concat([0.5, 0.5, 0.5, 0.5].map((score) => ({ group: 1, score })));
+    const r = groupStdStats(xs);
+    expect(r.meanStd).toBeCloseTo(Math.sqrt(1 / 3) / 2, 12);
+    expect(r.fracZero).toBe(0.5);
+  });
+  test('a group of one has no spread; no completions, no statistics', () => {
+    expect(groupStdStats([{ group: 3, score: 0.7 }])).toEqual({ meanStd: 0, fracZero: 1 });
+    expect(groupStdStats([])).toEqual({ meanStd: 0, fracZero: 0 });
   });
 });

@@ -55,6 +55,32 @@ export function gae(
   return { advantages, returns };
 }
 
+/**
+ * TRL GRPOTrainer's group statistics of one batch: `meanStd`, the mean over completions of their
+ * group's sample standard deviation (Bessel-corrected, as torch's std; a group of one has none and
+ * counts as 0), and `fracZero`, the fraction of completions whose group's rewards are all equal
+ * (no learning signal for group-relative advantages).
+ */
+export function groupStdStats(xs: readonly { group: number; score: number }[]): { meanStd: number; fracZero: number } {
+  if (!xs.length) return { meanStd: 0, fracZero: 0 };
+  const groups = new Map<number, number[]>();
+  for (const x of xs) {
+    const g = groups.get(x.group);
+    if (g) g.push(x.score);
+    else groups.set(x.group, [x.score]);
+  }
+  let stdSum = 0;
+  let zero = 0;
+  for (const scores of groups.values()) {
+    const n = scores.length;
+    const mean = scores.reduce((a, b) => a + b, 0) / n;
+    const std = n > 1 ? Math.sqrt(scores.reduce((a, b) => a + (b - mean) ** 2, 0) / (n - 1)) : 0;
+    stdSum += std * n;
+    if (std <= 1e-8 * Math.max(1, Math.abs(mean))) zero += n;
+  }
+  return { meanStd: stdSum / xs.length, fracZero: zero / xs.length };
+}
+
 /** Mean and (population) standard deviation. */
 export function meanStd(xs: ArrayLike<number>): { mean: number; std: number } {
   const n = xs.length;

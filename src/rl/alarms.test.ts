@@ -4,9 +4,9 @@ import { checkAlarms } from './alarms';
 import type { Metrics } from './ppo-loop';
 
 const it = (reward: number, kl: number, entropy: number, heldout?: number): Metrics => ({
-  'env/reward_mean': reward,
+  reward: reward,
   'objective/kl': kl,
-  'policy/entropy': entropy,
+  'policy/entropy_avg': entropy,
   ...(heldout !== undefined ? { 'eval/heldout_pass@1': heldout } : {}),
 });
 

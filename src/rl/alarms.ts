@@ -19,7 +19,7 @@ export function checkAlarms(history: readonly Metrics[]): string[] {
     const prev = evals[evals.length - 2]!;
     const since = history.slice(history.indexOf(prev) + 1);
     const before = history.slice(Math.max(0, history.indexOf(prev) - since.length + 1), history.indexOf(prev) + 1);
-    const mean = (ms: readonly Metrics[]) => ms.reduce((a, m) => a + num(m, 'env/reward_mean'), 0) / ms.length;
+    const mean = (ms: readonly Metrics[]) => ms.reduce((a, m) => a + num(m, 'reward'), 0) / ms.length;
     const heldDrop = num(prev, 'eval/heldout_pass@1') - num(cur, 'eval/heldout_pass@1');
     if (heldDrop > 0.02 && mean(since) > mean(before)) {
       out.push(
@@ -33,8 +33,8 @@ export function checkAlarms(history: readonly Metrics[]): string[] {
     if (k2 > 0.5 && k2 > 2 * Math.max(k0, 1e-9))
       out.push(`KL accelerating: ${k0.toFixed(3)} -> ${k2.toFixed(3)} nats per sequence in two iterations`);
   }
-  const h0 = num(history[0]!, 'policy/entropy');
-  const h = num(cur, 'policy/entropy');
+  const h0 = num(history[0]!, 'policy/entropy_avg');
+  const h = num(cur, 'policy/entropy_avg');
   if (Number.isFinite(h) && (h < 0.05 || (Number.isFinite(h0) && h < 0.25 * h0))) {
     out.push(`entropy collapse: ${h.toFixed(3)} nats per token (first iteration ${h0.toFixed(3)})`);
   }

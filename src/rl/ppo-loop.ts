@@ -15,7 +15,8 @@ import { Rng, shuffle } from '../util/random';
 import type { RlConfig } from './config';
 import { type Sequence } from './data';
 import { actionCount, episodeBatches, scoreActions, type Episode } from './episodes';
-import { explainedVariance, gae, groupAdvantages, meanStd, tokenRewards, whiten, type KlController } from './advantages';
+import { explainedVariance, gae, groupAdvantages, groupStdStats, meanStd, tokenRewards, whiten, type KlController } from './advantages';
+import { rewardComponentKey } from './metric-names';
 import { rmScores } from './reward-model';
 import type { ExploreHook } from './explore-hook';
 import { sampleTasks, type Sample } from './sample';
@@ -270,19 +271,27 @@ export async function ppoIteration(ctx: PpoContext, it: number, kl: KlController
   const firstTurn = scored.filter((s) => s.turn === 1);
   const repairs = scored.filter((s) => s.turn === 2);
   const scores = meanStd(firstTurn.map((s) => s.score));
+  const groupStats = groupStdStats(firstTurn.map((s) => ({ group: s.sample.group, score: s.score })));
+  const lengths = firstTurn.map((s) => s.sample.tokens.length);
   const metrics: Metrics = {
     iteration: it,
-    'env/reward_mean': scores.mean,
+    // metric-names.ts: TRL's keys where we compute what TRL computes, CleanRL's or our own otherwise
+    reward: scores.mean,
+    reward_std: groupStats.meanStd,
+    frac_reward_zero_std: groupStats.fracZero,
     'env/reward_std': scores.std,
     'env/pass_rate': firstTurn.filter((s) => s.record.passed).length / Math.max(1, firstTurn.length),
     'env/ast_valid_rate': firstTurn.filter((s) => s.record.ast?.valid).length / Math.max(1, firstTurn.length),
+    'completions/min_length': lengths.length ? Math.min(...lengths) : 0,
+    'completions/max_length': lengths.length ? Math.max(...lengths) : 0,
+    'completions/clipped_ratio': firstTurn.filter((s) => s.sample.finish === 'length').length / Math.max(1, firstTurn.length),
   };
   const names = [...new Set(firstTurn.flatMap((s) => s.components.map((c) => c.name)))];
   for (const name of names) {
     const vals = firstTurn.map((s) => s.components.find((c) => c.name === name)?.contribution ?? 0);
     const ms = meanStd(vals);
-    metrics[`reward/${name}_mean`] = ms.mean;
-    metrics[`reward/${name}_std`] = ms.std;
+    metrics[rewardComponentKey(name, 'mean')] = ms.mean;
+    metrics[rewardComponentKey(name, 'std')] = ms.std;
   }
   if (ctx.explore) Object.assign(metrics, ctx.explore.metrics());
   if (cfg.explore.syntax)
@@ -298,15 +307,15 @@ export async function ppoIteration(ctx: PpoContext, it: number, kl: KlController
   Object.assign(metrics, {
     'objective/kl': meanKl,
     'objective/kl_coef': coefUsed,
-    'policy/approxkl': acc.approxKl / acc.tokens,
-    'policy/clipfrac': acc.clipped / acc.tokens,
-    'policy/entropy': acc.entropy / acc.tokens,
-    'loss/policy': acc.policyLoss / acc.tokens,
-    'loss/value': acc.valueLoss / acc.tokens,
-    'loss/kl': acc.kl / acc.tokens,
-    'grad/norm_mean': acc.gradNorm / Math.max(1, acc.steps),
-    'val/explained_variance': grpo ? NaN : explainedVariance(allValues, allReturns),
-    'tokens/responses_len_mean': actions / Math.max(1, episodes.length),
+    kl: acc.kl / acc.tokens,
+    'policy/entropy_avg': acc.entropy / acc.tokens,
+    'losses/approx_kl': acc.approxKl / acc.tokens,
+    'losses/clipfrac': acc.clipped / acc.tokens,
+    'loss/policy_avg': acc.policyLoss / acc.tokens,
+    'loss/value_avg': acc.valueLoss / acc.tokens,
+    grad_norm: acc.gradNorm / Math.max(1, acc.steps),
+    'losses/explained_variance': grpo ? NaN : explainedVariance(allValues, allReturns),
+    'completions/mean_length': actions / Math.max(1, episodes.length),
     'ppo/epochs_run': epochsRun,
     'ppo/early_stopped': stoppedAtKl ? 1 : 0,
     'time/rollout_s': (t1 - t0) / 1000,

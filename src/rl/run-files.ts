@@ -3,6 +3,7 @@
  * metrics lines, the rollouts of each PPO iteration. What the app's curves, rollout browser
  * and run export read; malformed content is an error naming the file and line.
  */
+import { canonicalMetrics } from './metric-names';
 import type { Metrics, RolloutRecord } from './ppo-loop';
 import { readText, type RunDir } from './run-dir';
 import { errorText } from '../util/errors';
@@ -38,7 +39,10 @@ function parseLines<T>(text: string, file: string): T[] {
   return out;
 }
 
-/** metrics.jsonl, one object per line (`stage` first); [] when the run has none yet. */
+/**
+ * metrics.jsonl, one object per line (`stage` first), with today's metric keys (a run logged
+ * before the TRL renames is read with its keys renamed: metric-names.ts); [] when the run has none yet.
+ */
 export async function readMetrics(store: RunDir): Promise<MetricLine[]> {
   const text = await readText(store, 'metrics.jsonl');
   if (text === null) return [];
@@ -47,7 +51,7 @@ export async function readMetrics(store: RunDir): Promise<MetricLine[]> {
     if (typeof l !== 'object' || l === null || typeof l.stage !== 'string')
       throw new Error(`metrics.jsonl line ${i + 1}: expected an object with a "stage"`);
   });
-  return lines;
+  return lines.map(canonicalMetrics);
 }
 
 /** The rollouts of PPO iteration `iteration` (1-based, as the file is named); null when there is no such file. */

@@ -14,23 +14,23 @@ function ppo(iteration: number, over: Record<string, unknown> = {}): MetricRow {
   return {
     stage: 'ppo',
     iteration,
-    'env/reward_mean': 0.1 * iteration,
+    reward: 0.1 * iteration,
     'env/reward_std': 0.2,
     'env/pass_rate': 0.05 * iteration,
     'env/ast_valid_rate': 0.9,
-    'reward/test_pass_mean': 0.04 * iteration,
-    'reward/test_pass_std': 0.1,
-    'reward/lint_mean': -0.01,
-    'reward/lint_std': 0.01,
+    'rewards/test_pass/mean': 0.04 * iteration,
+    'rewards/test_pass/std': 0.1,
+    'rewards/lint/mean': -0.01,
+    'rewards/lint/std': 0.01,
     'objective/kl': 0.01 * iteration,
     'objective/kl_coef': 0.05,
-    'policy/approxkl': 0.001,
-    'policy/clipfrac': 0.1,
-    'policy/entropy': 1.5 - 0.1 * iteration,
-    'loss/policy': -0.02,
-    'loss/value': 0.3,
-    'val/explained_variance': null,
-    'tokens/responses_len_mean': 40,
+    'losses/approx_kl': 0.001,
+    'losses/clipfrac': 0.1,
+    'policy/entropy_avg': 1.5 - 0.1 * iteration,
+    'loss/policy_avg': -0.02,
+    'loss/value_avg': 0.3,
+    'losses/explained_variance': null,
+    'completions/mean_length': 40,
     'tokens/per_s': 120,
     'time/rollout_s': 2,
     alarms: [],
@@ -48,15 +48,15 @@ const runLines: MetricRow[] = [
   { stage: 'rm-eval', 'rm/heldout_pairwise_accuracy': 0.6 },
   ppo(0),
   ppo(2, { 'eval/heldout_pass@1': 0.15, alarms: ['KL accelerating: 0.100 -> 0.500 nats per sequence in two iterations'] }),
-  ppo(1, { 'val/explained_variance': 0.4 }), // out of order
-  ppo(3, { 'env/reward_mean': Number.NaN, alarms: ['entropy collapse: 0.040 nats per token (first iteration 1.500)', 'second alarm'] }),
+  ppo(1, { 'losses/explained_variance': 0.4 }), // out of order
+  ppo(3, { reward: Number.NaN, alarms: ['entropy collapse: 0.040 nats per token (first iteration 1.500)', 'second alarm'] }),
   { stage: 'rl-eval', 'eval/heldout_pass@1': 0.2, 'eval/train_pass@1': 0.3 },
 ];
 
 describe('metricSeries', () => {
   test('PPO metrics by iteration, sorted, NaN and null as gaps', () => {
-    expect(metricSeries(runLines, 'env/reward_mean')).toEqual({ x: [0, 1, 2, 3], y: [0, 0.1, 0.2, null] });
-    expect(metricSeries(runLines, 'val/explained_variance')).toEqual({ x: [0, 1, 2, 3], y: [null, 0.4, null, null] });
+    expect(metricSeries(runLines, 'reward')).toEqual({ x: [0, 1, 2, 3], y: [0, 0.1, 0.2, null] });
+    expect(metricSeries(runLines, 'losses/explained_variance')).toEqual({ x: [0, 1, 2, 3], y: [null, 0.4, null, null] });
   });
   test('SFT metrics by step; a line without the key adds no point', () => {
     expect(metricSeries(runLines, 'loss/train')).toEqual({ x: [1, 2, 3, 4], y: [3.2, 2.9, 2.5, 2.2] });
@@ -81,8 +81,8 @@ describe('metricSeries', () => {
     expect(metricSeries(lines, 'loss/train')).toEqual({ x: [1, 2, 3, 4, 5], y: [3.1, 2.85, 2.7, null, null] });
   });
   test('a metric no line has: no points', () => {
-    expect(metricSeries(runLines, 'reward/complexity_mean')).toEqual({ x: [], y: [] });
-    expect(metricSeries([], 'env/reward_mean')).toEqual({ x: [], y: [] });
+    expect(metricSeries(runLines, 'rewards/complexity/mean')).toEqual({ x: [], y: [] });
+    expect(metricSeries([], 'reward')).toEqual({ x: [], y: [] });
   });
 });
 
@@ -126,7 +126,7 @@ describe('chartGroups', () => {
       'tokens-per-s',
     ]);
     const byId = Object.fromEntries(groups.map((g) => [g.id, g]));
-    expect(byId['reward']!.series.map((s) => s.key)).toEqual(['env/reward_mean', 'reward/test_pass_mean', 'reward/lint_mean']);
+    expect(byId['reward']!.series.map((s) => s.key)).toEqual(['reward', 'rewards/test_pass/mean', 'rewards/lint/mean']);
     expect(byId['reward']!.series.map((s) => s.label)).toEqual(['reward mean', 'test_pass', 'lint']);
     expect(byId['pass']!.series.map((s) => [s.key, s.sparse])).toEqual([
       ['env/pass_rate', false],
@@ -137,7 +137,7 @@ describe('chartGroups', () => {
     expect(byId['kl']!.x).toBe('iteration');
   });
   test('a metric that is never a finite number has no chart; reward components in the reward’s order', () => {
-    const lines = [ppo(0, { 'reward/reward_model_mean': 0.1, 'reward/zeta_mean': 0, 'reward/all_pass_mean': 0 }), ppo(1)];
+    const lines = [ppo(0, { 'rewards/reward_model/mean': 0.1, 'rewards/zeta/mean': 0, 'rewards/all_pass/mean': 0 }), ppo(1)];
     const groups = chartGroups(lines);
     expect(groups.some((g) => g.id === 'explained-variance')).toBe(false);
     expect(groups.find((g) => g.id === 'reward')!.series.map((s) => s.label)).toEqual([
@@ -169,17 +169,17 @@ describe('chartGroups', () => {
 describe('groupData', () => {
   test('two runs overlaid on a shared x, each run with its own series', () => {
     const a = [ppo(0), ppo(1), ppo(2)];
-    const b = [ppo(1, { 'env/reward_mean': 5, 'reward/lint_mean': undefined }), ppo(3, { 'env/reward_mean': 7 })];
+    const b = [ppo(1, { reward: 5, 'rewards/lint/mean': undefined }), ppo(3, { reward: 7 })];
     const group = chartGroups([...a, ...b]).find((g) => g.id === 'reward')!;
     const d = groupData(group, [a, b]);
     expect(d.x).toEqual([0, 1, 2, 3]);
     expect(d.series.map((s) => [s.run, s.key])).toEqual([
-      [0, 'env/reward_mean'],
-      [0, 'reward/test_pass_mean'],
-      [0, 'reward/lint_mean'],
-      [1, 'env/reward_mean'],
-      [1, 'reward/test_pass_mean'],
-      [1, 'reward/lint_mean'],
+      [0, 'reward'],
+      [0, 'rewards/test_pass/mean'],
+      [0, 'rewards/lint/mean'],
+      [1, 'reward'],
+      [1, 'rewards/test_pass/mean'],
+      [1, 'rewards/lint/mean'],
     ]);
     expect(d.ys[0]).toEqual([0, 0.1, 0.2, undefined]);
     expect(d.ys[3]).toEqual([undefined, 5, undefined, 7]);
@@ -187,7 +187,7 @@ describe('groupData', () => {
   });
   test('a series without values in a run is left out for that run', () => {
     const a = [ppo(0), ppo(1)];
-    const b = [ppo(0, { 'val/explained_variance': 0.5 })];
+    const b = [ppo(0, { 'losses/explained_variance': 0.5 })];
     const group = chartGroups([...a, ...b]).find((g) => g.id === 'explained-variance')!;
     const d = groupData(group, [a, b]);
     expect(d.series.map((s) => s.run)).toEqual([1]);

@@ -16,6 +16,7 @@
  * - a value that is null (NaN written to JSON), NaN, infinite or not a number is `null`: a gap;
  * - a finite number is a point.
  */
+import { rewardComponentKey, rewardComponentOf } from '../../rl/metric-names';
 
 /** One metrics line: `stage` and any values (numbers, null where JSON had NaN, `alarms`). */
 export type MetricRow = { readonly stage: string; readonly [key: string]: unknown };
@@ -112,17 +113,18 @@ const LABEL: Record<string, string> = {
   'loss/train': 'train loss',
   'loss/val': 'val loss',
   'loss/rm': 'RM loss',
-  'env/reward_mean': 'reward mean',
+  reward: 'reward mean',
   'env/pass_rate': 'pass rate',
   'env/ast_valid_rate': 'AST-valid rate',
   [HELDOUT]: 'held-out pass@1',
   'objective/kl': 'KL to reference (per sequence)',
-  'policy/approxkl': 'approx. KL (per token)',
-  'policy/entropy': 'entropy (per token)',
-  'loss/policy': 'policy loss',
-  'loss/value': 'value loss',
-  'policy/clipfrac': 'clip fraction',
-  'val/explained_variance': 'explained variance',
+  kl: 'KL to reference in the loss (per token)',
+  'losses/approx_kl': 'approx. KL (per token)',
+  'policy/entropy_avg': 'entropy (per token)',
+  'loss/policy_avg': 'policy loss',
+  'loss/value_avg': 'value loss',
+  'losses/clipfrac': 'clip fraction',
+  'losses/explained_variance': 'explained variance',
   'tokens/per_s': 'tokens/s',
 };
 const SPARSE = new Set([HELDOUT, 'loss/val']);
@@ -134,21 +136,21 @@ const COMPONENTS = ['test_pass', 'all_pass', 'ast_valid', 'lint', 'complexity', 
 const GROUPS: { id: string; title: string; keys: (present: ReadonlySet<string>) => string[] }[] = [
   { id: 'sft-loss', title: 'SFT loss', keys: () => ['loss/train', 'loss/val'] },
   { id: 'rm-loss', title: 'Reward-model loss', keys: () => ['loss/rm'] },
-  { id: 'reward', title: 'Reward (mean, and each component’s mean contribution)', keys: (p) => ['env/reward_mean', ...componentKeys(p)] },
+  { id: 'reward', title: 'Reward (mean, and each component’s mean contribution)', keys: (p) => ['reward', ...componentKeys(p)] },
   { id: 'pass', title: 'Pass rate', keys: () => ['env/pass_rate', 'env/ast_valid_rate', HELDOUT] },
-  { id: 'kl', title: 'KL', keys: () => ['objective/kl', 'policy/approxkl'] },
-  { id: 'entropy', title: 'Entropy', keys: () => ['policy/entropy'] },
-  { id: 'losses', title: 'PPO losses', keys: () => ['loss/policy', 'loss/value'] },
-  { id: 'clipfrac', title: 'Clip fraction', keys: () => ['policy/clipfrac'] },
-  { id: 'explained-variance', title: 'Explained variance', keys: () => ['val/explained_variance'] },
+  { id: 'kl', title: 'KL', keys: () => ['objective/kl', 'kl', 'losses/approx_kl'] },
+  { id: 'entropy', title: 'Entropy', keys: () => ['policy/entropy_avg'] },
+  { id: 'losses', title: 'PPO losses', keys: () => ['loss/policy_avg', 'loss/value_avg'] },
+  { id: 'clipfrac', title: 'Clip fraction', keys: () => ['losses/clipfrac'] },
+  { id: 'explained-variance', title: 'Explained variance', keys: () => ['losses/explained_variance'] },
   { id: 'tokens-per-s', title: 'Tokens per second (sampling)', keys: () => ['tokens/per_s'] },
 ];
 
 function componentKeys(present: ReadonlySet<string>): string[] {
-  const names = [...present].flatMap((k) => /^reward\/(.+)_mean$/.exec(k)?.[1] ?? []);
+  const names = [...present].flatMap((k) => rewardComponentOf(k) ?? []);
   const rank = (n: string) => (COMPONENTS.includes(n) ? COMPONENTS.indexOf(n) : COMPONENTS.length);
   names.sort((a, b) => rank(a) - rank(b) || a.localeCompare(b));
-  return names.map((n) => `reward/${n}_mean`);
+  return names.map((n) => rewardComponentKey(n, 'mean'));
 }
 
 /** The keys with at least one finite value at a point of their own series. */
@@ -170,7 +172,7 @@ export function chartGroups(lines: readonly MetricRow[]): ChartGroup[] {
   return GROUPS.flatMap((g) => {
     const keys = g.keys(present).filter((k) => present.has(k));
     if (!keys.length) return [];
-    const series = keys.map((key) => ({ key, label: LABEL[key] ?? /^reward\/(.+)_mean$/.exec(key)?.[1] ?? key, sparse: SPARSE.has(key) }));
+    const series = keys.map((key) => ({ key, label: LABEL[key] ?? rewardComponentOf(key) ?? key, sparse: SPARSE.has(key) }));
     return [{ id: g.id, title: g.title, x: sourceOf(keys[0]!).kind, series }];
   });
 }
