@@ -1,15 +1,16 @@
 /**
  * The messages between the page's eval slice (store/evalSlice.ts) and the eval worker
  * (rl/eval-worker.ts), which runs `coderl eval`'s core (eval-suite.ts) off the page's main
- * thread. Types only: the slice imports this without loading the model.
+ * thread. Types and EVAL_WORKER only: the slice imports this without loading the model.
  *
- * One evaluation per worker: the page posts `start` once and terminates the worker after `done`
- * or `error`, the worker's last message. Stop is the page terminating the worker (an evaluation
- * saves nothing, so there is nothing to finish first).
+ * One evaluation per worker: the page posts `start` once; `done` or `error` is the worker's last
+ * message, after which it closes itself (worker-protocol.ts). Stop is the page terminating the
+ * worker (an evaluation saves nothing, so there is nothing to finish first).
  */
 import type { Task } from '../tasks/types';
 import type { EvalProgress, EvalSettings, TaskRow } from './eval-suite';
 import type { RunBackend } from './run-protocol';
+import type { WorkerKind } from './worker-protocol';
 
 /**
  * An ONNX causal LM imported in the Checkpoints panel (src/onnx/import.ts checks it again in the
@@ -66,3 +67,11 @@ export type FromEvalWorker =
   | { type: 'done'; report: EvalReport }
   /** the evaluation failed, or something in the worker threw or rejected unhandled; `message` names what */
   | { type: 'error'; message: string };
+
+/** The eval worker, as its host (eval-worker.ts) and the eval slice know it. */
+export const EVAL_WORKER: WorkerKind<ToEvalWorker, FromEvalWorker, 'done' | 'error'> = {
+  name: 'eval worker',
+  job: 'evaluation',
+  lock: 'eval',
+  last: ['done', 'error'],
+};

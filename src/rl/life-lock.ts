@@ -1,10 +1,12 @@
 /**
- * How the run and eval workers' lives end, both sides. A worker's life lock: the worker requests a Web Lock of a name the page chose and never lets it
- * go, so the browser releases it exactly when the worker's global is gone, however it ended
- * (closed itself, terminated, crashed). The page learns of a worker that died without a word by
- * asking for the same lock (runSlice.ts), and a test learns that a finished worker is really gone
- * from `navigator.locks.query()`, whatever the devtools protocol's list of workers still says.
- * A worker closes itself after its last message; endWorker is the page's side of that.
+ * How the run and eval workers' lives end, both sides. A worker's life lock: the worker requests
+ * a Web Lock of a name the page chose and never lets it go, so the browser releases it exactly
+ * when the worker's global is gone, however it ended (closed itself, terminated, crashed). The
+ * page learns of a worker that died without a word by asking for the same lock
+ * (store/worker-client.ts), and a test learns that a finished worker is really gone from
+ * `navigator.locks.query()`, whatever the devtools protocol's list of workers still says.
+ * A worker closes itself after its last message (rl/worker-host.ts); endWorker is the page's side
+ * of that.
  */
 
 /** Names of the locks: a prefix per kind of worker, then a random id. */

@@ -1,15 +1,17 @@
 /**
  * The messages between the page's run slice (store/runSlice.ts) and the run worker
- * (rl/run-worker.ts), which runs the pipeline off the page's main thread. Types only: the
- * slice imports this without loading the pipeline.
+ * (rl/run-worker.ts), which runs the pipeline off the page's main thread. Types and RUN_WORKER
+ * only: the slice imports this without loading the pipeline.
  *
- * One run per worker: the page posts `start` once, maybe `pause`/`resume` and `stop`, and terminates the worker after
- * the first of `done`, `stopped` or `error`, the worker's last message.
+ * One run per worker: the page posts `start` once, maybe `pause`/`resume` and `stop`; the first of
+ * `done`, `stopped` or `error` is the worker's last message, after which it closes itself
+ * (worker-protocol.ts).
  */
 import type { RlConfig } from './config';
 import type { PipelineEvent, Summary } from './pipeline';
 import type { Metrics } from './ppo-loop';
 import type { ReferenceFiles } from './reference';
+import type { WorkerKind } from './worker-protocol';
 
 export type RunBackend = 'webgpu' | 'cpu';
 export type RunStorageKind = 'opfs' | 'indexeddb';
@@ -57,3 +59,11 @@ export type FromRunWorker =
   | { type: 'stopped'; message: string }
   /** the run failed, or something in the worker threw or rejected unhandled; `message` names what */
   | { type: 'error'; message: string };
+
+/** The run worker, as its host (run-worker.ts) and the run slice know it. */
+export const RUN_WORKER: WorkerKind<ToRunWorker, FromRunWorker, 'done' | 'stopped' | 'error'> = {
+  name: 'run worker',
+  job: 'run',
+  lock: 'run',
+  last: ['done', 'stopped', 'error'],
+};

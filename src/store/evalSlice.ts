@@ -7,18 +7,17 @@
  *
  * The page reads the checkpoint's bytes and parses the suite (its load issues are shown before
  * anything runs), then hands both to a fresh worker. Stop terminates the worker: an evaluation
- * saves nothing. The live worker stays in this module, outside the store.
+ * saves nothing. The live worker (store/worker-client.ts) stays in this module, outside the store.
  *
  * An ONNX model imported in the Checkpoints panel (app/onnx/OnnxImport.tsx) is kept here too
  * (`onnxModels`: its file's bytes, tokenizer text and context length, while the page is open) and
  * is offered like a checkpoint; the worker loads it in onnxruntime-web. The Experiment setup
  * offers the same models as a run's KL reference (app/setup/ReferencePicker.tsx).
  */
-import { endWorker, newLifeLock } from '../rl/life-lock';
 import type { StateCreator } from 'zustand';
 import { loadCheckpointBrowser } from '../container/browser';
 import { summarise, type CheckpointInfo } from '../lab/saved-models';
-import type { FromEvalWorker, EvalReport, OnnxEvalModel, ToEvalWorker } from '../rl/eval-protocol';
+import { EVAL_WORKER, type EvalReport, type OnnxEvalModel, type ToEvalWorker } from '../rl/eval-protocol';
 import { settingsProblems, type EvalProgress, type EvalSettings } from '../rl/eval-suite';
 import type { ReferenceRef } from '../rl/reference';
 import type { RunBackend } from '../rl/run-protocol';
@@ -26,9 +25,9 @@ import { runStorage } from '../rl/run-dir-browser';
 import { builtinSuite } from '../tasks/builtin-suites';
 import type { LoadIssue, Task } from '../tasks/types';
 import { fetchBuiltinSuite } from './builtin-suites';
-import { currentRuntime } from './gpuSlice';
 import type { LabState } from './index';
 import { errorText } from '../util/errors';
+import { askedBackend, startWorker, type WorkerHandle } from './worker-client';
 
 export type EvalStatus = 'idle' | 'running' | 'done' | 'stopped' | 'error';
 
@@ -171,62 +170,12 @@ export function policyProblem(info: CheckpointInfo | null): string | null {
 const SPLIT_TEXT: Record<Split, string> = { heldout: 'held-out split', rl: 'RL split', train: 'train split', val: 'validation split' };
 export const splitLabel = (s: Split): string => SPLIT_TEXT[s];
 
-const message = (e: unknown): string => errorText(e);
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-/** the evaluation in flight's worker, and how to end its wait; null when none runs */
-let live: { worker: Worker; end(m: LastMessage): void } | null = null;
+/** the evaluation in flight's worker; null when none runs */
+let live: WorkerHandle<ToEvalWorker> | null = null;
 let scanSeq = 0;
 /** bumped by every start and stop: an evaluation whose number is no longer current has been stopped */
 let evalSeq = 0;
 let suiteSeq = 0;
-
-type LastMessage = Extract<FromEvalWorker, { type: 'done' | 'error' }> | { type: 'stopped' };
-type ProgressMessage = Exclude<FromEvalWorker, { type: 'done' | 'error' }>;
-
-/**
- * Runs `start` in a fresh eval worker, handing its progress to `on`; resolves with its last
- * message. A worker that sent its last message closes itself (life-lock.ts endWorker); Stop, an
- * error event or an unreadable message terminate it at once.
- */
-function evalInWorker(start: ToEvalWorker, on: (m: ProgressMessage) => void): Promise<LastMessage> {
-  return new Promise((resolve) => {
-    const w = new Worker(new URL('../rl/eval-worker.ts', import.meta.url), { type: 'module', name: 'coderl eval' });
-    let over = false;
-    /** `closing`: the worker sent this as its last message and is closing itself */
-    const end = (m: LastMessage, closing = false): void => {
-      if (over) return;
-      over = true;
-      endWorker(w, closing);
-      if (live?.worker === w) live = null;
-      resolve(m);
-    };
-    w.addEventListener('message', (e: MessageEvent<FromEvalWorker>) => {
-      const m = e.data;
-      if (over) return;
-      if (m.type === 'done' || m.type === 'error') end(m, true);
-      else on(m);
-    });
-    w.addEventListener('error', (e: ErrorEvent) => {
-      e.preventDefault();
-      end({ type: 'error', message: `the eval worker failed: ${e.message || 'its script could not be loaded'}` });
-    });
-    w.addEventListener('messageerror', () => end({ type: 'error', message: 'a message from the eval worker could not be read' }));
-    live = { worker: w, end };
-    // a checkpoint's bytes move (they were read for this worker); an ONNX model's are copied (the store keeps them)
-    w.postMessage(
-      { ...start, lifeLock: newLifeLock('eval') } satisfies ToEvalWorker,
-      start.checkpoint instanceof Uint8Array ? [start.checkpoint.buffer as ArrayBuffer] : [],
-    );
-  });
-}
-
-/** Waits for the GPU slice to settle (the app starts it on load); gives up after `ms`. */
-async function settledGpu(get: () => LabState, ms = 60_000): Promise<void> {
-  for (const t0 = performance.now(); performance.now() - t0 < ms; await sleep(100)) {
-    if (!['idle', 'starting', 'checking'].includes(get().gpu.status)) return;
-  }
-}
 
 /** What one stored run offers: its readable policy checkpoints and its splits. */
 async function scanRun(run: string): Promise<StoredRunSources> {
@@ -240,7 +189,7 @@ async function scanRun(run: string): Promise<StoredRunSources> {
       const bytes = await store.read(file);
       c = { file, info: bytes ? summarise(bytes) : null, problem: bytes ? null : 'it is no longer stored' };
     } catch (e) {
-      c = { file, info: null, problem: message(e) };
+      c = { file, info: null, problem: errorText(e) };
     }
     if (c.info?.meta.stage === 'rm') rewardModels.push(file);
     else checkpoints.push(c);
@@ -274,7 +223,7 @@ export const createEvalSlice: StateCreator<LabState, [], [], EvalSlice> = (set, 
       const suite: LoadedSuite = { ref, label, tasks: items, issues };
       patch(ref.kind === 'file' ? { suite, fileSuite: suite, suiteError: null } : { suite, suiteError: null });
     } catch (e) {
-      if (seq === suiteSeq) patch({ suite: null, suiteError: `Could not read ${label}: ${message(e)}` });
+      if (seq === suiteSeq) patch({ suite: null, suiteError: `Could not read ${label}: ${errorText(e)}` });
     }
   }
 
@@ -309,7 +258,7 @@ export const createEvalSlice: StateCreator<LabState, [], [], EvalSlice> = (set, 
         for (const run of names) runs.push(await scanRun(run));
         if (seq === scanSeq) patch({ runs, scanError: null });
       } catch (e) {
-        if (seq === scanSeq) patch({ scanError: `Could not read the stored runs: ${message(e)}` });
+        if (seq === scanSeq) patch({ scanError: `Could not read the stored runs: ${errorText(e)}` });
       } finally {
         if (seq === scanSeq) patch({ scanning: false });
       }
@@ -369,25 +318,31 @@ export const createEvalSlice: StateCreator<LabState, [], [], EvalSlice> = (set, 
         const checkpoint = await readCheckpoint(ref, get().evaluation.onnxModels);
         let backend: RunBackend = 'cpu';
         let note: string | null = null;
-        if (backendChoice === 'auto' && ref.kind !== 'onnx') {
-          // an ONNX model runs in onnxruntime-web, not on our engine
-          await settledGpu(get);
-          const gpu = get().gpu;
-          if (currentRuntime() && gpu.status === 'ready') backend = 'webgpu';
-          else
-            note = `WebGPU is not usable here: ${gpu.problem ?? `the GPU status is "${gpu.status}".`} The evaluation uses the cpu backend (the float64 reference model) instead.`;
-        }
+        // an ONNX model runs in onnxruntime-web, not on our engine
+        if (backendChoice === 'auto' && ref.kind !== 'onnx') ({ backend, note } = await askedBackend(get, 'evaluation'));
         if (my !== evalSeq) return; // stopped while the checkpoint was read or the GPU settled
         patch({ backend, note });
-        const last = await evalInWorker({ type: 'start', checkpoint, tasks: suite.tasks, settings, backend }, (m) => {
-          if (m.type === 'progress') patch({ progress: m.progress });
-          else patch({ backend: m.backend, note: m.note ?? get().evaluation.note });
-        });
+        const worker = startWorker(
+          () => new Worker(new URL('../rl/eval-worker.ts', import.meta.url), { type: 'module', name: 'coderl eval' }),
+          EVAL_WORKER,
+          {
+            start: { type: 'start', checkpoint, tasks: suite.tasks, settings, backend },
+            // a checkpoint's bytes move (they were read for this worker); an ONNX model's are copied (the store keeps them)
+            transfer: checkpoint instanceof Uint8Array ? [checkpoint.buffer as ArrayBuffer] : [],
+            onMessage: (m) => {
+              if (m.type === 'progress') patch({ progress: m.progress });
+              else patch({ backend: m.backend, note: m.note ?? get().evaluation.note });
+            },
+          },
+        );
+        live = worker;
+        const last = await worker.done;
+        if (live === worker) live = null;
         if (my !== evalSeq) return;
         if (last.type === 'done') patch({ status: 'done', report: last.report });
         else if (last.type === 'error') patch({ status: 'error', error: last.message });
       } catch (e) {
-        if (my === evalSeq) patch({ status: 'error', error: message(e) });
+        if (my === evalSeq) patch({ status: 'error', error: errorText(e) });
       }
     },
 
@@ -395,7 +350,8 @@ export const createEvalSlice: StateCreator<LabState, [], [], EvalSlice> = (set, 
       if (get().evaluation.status !== 'running') return;
       evalSeq++;
       patch({ status: 'stopped' });
-      live?.end({ type: 'stopped' });
+      live?.terminate();
+      live = null;
     },
   };
 };

@@ -7,22 +7,21 @@
  * The page picks the backend to ask for from its own GPU check (the worker falls back to cpu and
  * says why when its device fails) and the storage the run is kept in. Stop asks the worker to stop
  * between steps; the pipeline saves what is finished and ends with `stopped`, so starting the
- * same preset, seed, overrides and name resumes it. The live worker stays in this module,
- * outside the store, and is terminated when the run ends.
+ * same preset, seed, overrides and name resumes it. The live worker (store/worker-client.ts) stays
+ * in this module, outside the store, and ends itself after its last message.
  */
-import { endWorker, newLifeLock } from '../rl/life-lock';
 import type { StateCreator } from 'zustand';
-import { currentRuntime } from './gpuSlice';
 import { RL_PRESETS, resolveConfig, type RlConfig } from '../rl/config';
 import type { Phase } from '../rl/pipeline';
 import type { StoredRun, Summary } from '../rl/run-browser';
 import { importedReference, type ReferenceRef } from '../rl/reference';
-import type { FromRunWorker, ToRunWorker } from '../rl/run-protocol';
+import { RUN_WORKER, type ToRunWorker } from '../rl/run-protocol';
 import { runStorage } from '../rl/run-dir-browser';
 import type { PhaseStart } from './eta';
 import type { MetricLine } from '../rl/run-files';
 import type { LabState } from './index';
 import { errorText } from '../util/errors';
+import { askedBackend, startWorker, type WorkerHandle } from './worker-client';
 
 export type RunStatus = 'idle' | 'running' | 'stopping' | 'stopped' | 'done' | 'error';
 /** The phases with work in them, in pipeline order (`done` is the end, not a phase). */
@@ -112,77 +111,12 @@ export function overridesOf(cfg: RlConfig): Record<string, unknown> {
 }
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
-const message = (e: unknown): string => errorText(e);
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const fill = <T>(v: T) => Object.fromEntries(WORK_PHASES.map((p) => [p, v])) as Record<WorkPhase, T>;
 
 let stopRequested = false;
 /** the run in flight's worker, null before it is spawned and after the run ends */
-let worker: Worker | null = null;
+let live: WorkerHandle<ToRunWorker> | null = null;
 let inspectSeq = 0;
-
-type StartMessage = Extract<ToRunWorker, { type: 'start' }>;
-type LastMessage = Extract<FromRunWorker, { type: 'done' | 'stopped' | 'error' }>;
-
-type ProgressMessage = Exclude<FromRunWorker, LastMessage>;
-
-/**
- * Runs `start` in a fresh run worker, handing its progress messages to `on`; resolves with its
- * last message (done, stopped or error; a worker that fails to load, throws, or dies without a
- * word, noticed through its life lock, is an error); a worker that sent its last message closes
- * itself, any other end terminates it. A stop requested before
- * the worker existed is passed on at once.
- */
-function runInWorker(start: StartMessage, on: (m: ProgressMessage) => void): Promise<LastMessage> {
-  return new Promise((resolve) => {
-    const w = new Worker(new URL('../rl/run-worker.ts', import.meta.url), { type: 'module', name: `coderl run ${start.run}` });
-    const lifeLock = newLifeLock('run');
-    let over = false;
-    let watching = false;
-    /** `closing`: the worker sent this as its last message and is closing itself */
-    const end = (m: LastMessage, closing = false): void => {
-      if (over) return;
-      over = true;
-      endWorker(w, closing);
-      if (worker === w) worker = null;
-      resolve(m);
-    };
-    /** Once the worker holds its life lock (it has spoken), getting the lock means it is gone. */
-    const watch = (): void => {
-      if (watching || !lifeLock) return;
-      watching = true;
-      void navigator.locks.request(lifeLock, () => {
-        end({
-          type: 'error',
-          message:
-            'the run worker stopped without a word (it crashed, or the browser ended it, e.g. out of memory). What finished is saved; Resume continues from the last checkpoint.',
-        });
-      });
-    };
-    w.addEventListener('message', (e: MessageEvent<FromRunWorker>) => {
-      const m = e.data;
-      if (over) return;
-      watch();
-      if (m.type === 'done' || m.type === 'stopped' || m.type === 'error') end(m, true);
-      else on(m);
-    });
-    w.addEventListener('error', (e: ErrorEvent) => {
-      e.preventDefault();
-      end({ type: 'error', message: `the run worker failed: ${e.message || 'its script could not be loaded'}` });
-    });
-    w.addEventListener('messageerror', () => end({ type: 'error', message: 'a message from the run worker could not be read' }));
-    worker = w;
-    w.postMessage({ ...start, lifeLock } satisfies ToRunWorker);
-    if (stopRequested) w.postMessage({ type: 'stop' } satisfies ToRunWorker);
-  });
-}
-
-/** Waits for the GPU slice to settle (the app starts it on load); gives up after `ms`. */
-async function settledGpu(get: () => LabState, ms = 60_000): Promise<void> {
-  for (const t0 = performance.now(); performance.now() - t0 < ms; await sleep(100)) {
-    if (!['idle', 'starting', 'checking'].includes(get().gpu.status)) return;
-  }
-}
 
 export const createRunSlice: StateCreator<LabState, [], [], RunSlice> = (set, get) => {
   const patch = (p: Partial<RunSlice['run']>): void => set((s) => ({ run: { ...s.run, ...p } }));
@@ -274,30 +208,35 @@ export const createRunSlice: StateCreator<LabState, [], [], RunSlice> = (set, ge
         reference: cfg.rl.reference ?? null,
       });
       try {
-        await settledGpu(get);
-        const runtime = currentRuntime();
-        const gpu = get().gpu;
-        const note =
-          runtime && gpu.status === 'ready'
-            ? null
-            : `WebGPU is not usable here: ${gpu.problem ?? `the GPU status is "${gpu.status}".`} The run uses the cpu backend (the float64 reference model) instead.`;
-        const backend = note ? 'cpu' : 'webgpu';
+        const { backend, note } = await askedBackend(get, 'run');
         patch({ backend, note, message: 'starting the run worker' });
         const { kind: storage } = await runStorage();
-        const last = await runInWorker({ type: 'start', cfg, seed, run: name, backend, storage, suiteText, reference }, (m) => {
-          if (m.type === 'event') {
-            advance(m.event.phase, m.event.progress, cfg.rm.enabled);
-            patch({ message: m.event.message });
-          } else if (m.type === 'metrics') {
-            patch({ metrics: [...get().run.metrics.slice(1 - METRICS_KEPT), { stage: m.stage, ...m.metrics }] });
-          } else if (m.type === 'paused') {
-            patch({ pause: 'paused' });
-          } else if (m.type === 'resumed') {
-            patch({ pause: 'no' });
-          } else {
-            patch({ backend: m.backend, note: m.note ?? get().run.note });
-          }
-        });
+        const worker = startWorker(
+          () => new Worker(new URL('../rl/run-worker.ts', import.meta.url), { type: 'module', name: `coderl run ${name}` }),
+          RUN_WORKER,
+          {
+            start: { type: 'start', cfg, seed, run: name, backend, storage, suiteText, reference },
+            lost: 'the run worker stopped without a word (it crashed, or the browser ended it, e.g. out of memory). What finished is saved; Resume continues from the last checkpoint.',
+            onMessage: (m) => {
+              if (m.type === 'event') {
+                advance(m.event.phase, m.event.progress, cfg.rm.enabled);
+                patch({ message: m.event.message });
+              } else if (m.type === 'metrics') {
+                patch({ metrics: [...get().run.metrics.slice(1 - METRICS_KEPT), { stage: m.stage, ...m.metrics }] });
+              } else if (m.type === 'paused') {
+                patch({ pause: 'paused' });
+              } else if (m.type === 'resumed') {
+                patch({ pause: 'no' });
+              } else {
+                patch({ backend: m.backend, note: m.note ?? get().run.note });
+              }
+            },
+          },
+        );
+        live = worker;
+        if (stopRequested) worker.post({ type: 'stop' }); // asked for before the worker existed
+        const last = await worker.done;
+        if (live === worker) live = null;
         patch({ pause: 'no' });
         if (last.type === 'done') {
           advance('done', 1, cfg.rm.enabled);
@@ -306,11 +245,11 @@ export const createRunSlice: StateCreator<LabState, [], [], RunSlice> = (set, ge
           const { readStoredRun } = await import('../rl/run-browser');
           settleStopped((await readStoredRun(name)).files, cfg);
           patch({ status: 'stopped', message: last.message });
-        } else {
+        } else if (last.type === 'error') {
           patch({ status: 'error', error: last.message });
         }
       } catch (e) {
-        patch({ status: 'error', error: message(e), pause: 'no' });
+        patch({ status: 'error', error: errorText(e), pause: 'no' });
       }
       await get().inspectRun(name);
     },
@@ -318,19 +257,19 @@ export const createRunSlice: StateCreator<LabState, [], [], RunSlice> = (set, ge
     stopRun() {
       if (get().run.status !== 'running') return;
       stopRequested = true;
-      worker?.postMessage({ type: 'stop' } satisfies ToRunWorker);
+      live?.post({ type: 'stop' });
       patch({ status: 'stopping', message: 'stopping after the current step (finished work is saved)' });
     },
 
     pauseRun() {
-      if (get().run.status !== 'running' || get().run.pause !== 'no' || !worker) return;
-      worker?.postMessage({ type: 'pause' } satisfies ToRunWorker);
+      if (get().run.status !== 'running' || get().run.pause !== 'no' || !live) return;
+      live.post({ type: 'pause' });
       patch({ pause: 'pausing' });
     },
 
     resumeRun() {
       if (get().run.status !== 'running' || get().run.pause === 'no') return;
-      worker?.postMessage({ type: 'resume' } satisfies ToRunWorker);
+      live?.post({ type: 'resume' });
       // 'pausing' ends at once (the worker never waited); 'paused' ends with its `resumed`
       if (get().run.pause === 'pausing') patch({ pause: 'no' });
     },
