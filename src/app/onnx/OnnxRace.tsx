@@ -11,6 +11,7 @@ import { useLab } from '../../store';
 import { loadBrowserOrt } from '../../onnx/browser';
 import { currentRuntime } from '../../store/gpuSlice';
 import { errorText } from './files';
+import { fmtRatio, ResultTable, type ResultColumn } from '../ResultTable';
 
 type RaceState =
   | { phase: 'idle' }
@@ -93,39 +94,34 @@ export function OnnxRace() {
   );
 }
 
+type RaceRow = OnnxRaceResult['rows'][number];
+
+const RACE_COLUMNS: ResultColumn<RaceRow>[] = [
+  { header: 'engine', cell: (x) => x.engine, rowHeader: true },
+  { header: 'forward ms', cell: (x) => x.forward_ms, testId: (x) => `onnx-race-forward-${slug(x.engine)}` },
+  { header: 'generation tokens/s', cell: (x) => x.generate_tokens_per_s, testId: (x) => `onnx-race-generate-${slug(x.engine)}` },
+  { header: 'max rel diff vs ours', cell: (x) => (x.max_rel_diff ? x.max_rel_diff.toExponential(2) : '—') },
+  { header: 'same greedy tokens', cell: (x) => x.same_tokens },
+];
+
 function RaceTable({ result: r, seconds }: { result: OnnxRaceResult; seconds: number }) {
   return (
     <div data-testid="onnx-race-results">
-      <table>
-        <caption>
-          {r.preset}: forward B={r.forward.B} T={r.forward.T}; generation B={r.generate.B}, prompt {r.generate.prompt_len},{' '}
-          {r.generate.new_tokens} new tokens; medians of {r.reps} warm runs ({seconds.toFixed(0)} s in all)
-        </caption>
-        <thead>
-          <tr>
-            <th scope="col">engine</th>
-            <th scope="col">forward ms</th>
-            <th scope="col">generation tokens/s</th>
-            <th scope="col">max rel diff vs ours</th>
-            <th scope="col">same greedy tokens</th>
-          </tr>
-        </thead>
-        <tbody>
-          {r.rows.map((x) => (
-            <tr key={x.engine}>
-              <th scope="row">{x.engine}</th>
-              <td data-testid={`onnx-race-forward-${slug(x.engine)}`}>{x.forward_ms}</td>
-              <td data-testid={`onnx-race-generate-${slug(x.engine)}`}>{x.generate_tokens_per_s}</td>
-              <td>{x.max_rel_diff ? x.max_rel_diff.toExponential(2) : '—'}</td>
-              <td>{x.same_tokens}</td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
+      <ResultTable
+        columns={RACE_COLUMNS}
+        rows={r.rows}
+        rowKey={(x) => x.engine}
+        caption={
+          <>
+            {r.preset}: forward B={r.forward.B} T={r.forward.T}; generation B={r.generate.B}, prompt {r.generate.prompt_len},{' '}
+            {r.generate.new_tokens} new tokens; medians of {r.reps} warm runs ({seconds.toFixed(0)} s in all)
+          </>
+        }
+      />
       <ul>
         {r.ratios.map((x) => (
           <li key={x.engine} data-testid={`onnx-race-ratio-${slug(x.engine)}`}>
-            ours / {x.engine}: forward {x.forward.toFixed(2)}x, generation {x.generate.toFixed(2)}x (goal {r.goal}x:{' '}
+            ours / {x.engine}: forward {fmtRatio(x.forward)}, generation {fmtRatio(x.generate)} (goal {r.goal}x:{' '}
             {Math.min(x.forward, x.generate) >= r.goal ? 'met' : 'not met'})
           </li>
         ))}

@@ -8,6 +8,7 @@ import type { EngineBenchResult } from '../../perf/engine';
 import { useLab } from '../../store';
 import { currentRuntime } from '../../store/gpuSlice';
 import { OnnxRace } from '../onnx/OnnxRace';
+import { ratioColumn, ResultTable, type ResultColumn } from '../ResultTable';
 import { errorText } from '../../util/errors';
 
 type BenchState =
@@ -15,8 +16,6 @@ type BenchState =
   | { phase: 'running'; step: string; at: number }
   | { phase: 'done'; result: EngineBenchResult; seconds: number }
   | { phase: 'error'; message: string };
-
-const ratio = (ours: number, theirs: number): string => (theirs > 0 ? `${(ours / theirs).toFixed(2)}x` : '—');
 
 export function BenchPanel() {
   const gpuReady = useLab((s) => s.gpu.status === 'ready');
@@ -71,55 +70,43 @@ export function BenchPanel() {
   );
 }
 
+type MatmulRow = EngineBenchResult['matmul'][number];
+type TrainRow = EngineBenchResult['train_step'];
+
+const MATMUL_COLUMNS: ResultColumn<MatmulRow>[] = [
+  { header: 'n', cell: (m) => m.n, rowHeader: true },
+  { header: 'ours', cell: (m) => m.ours_gflops, testId: (m) => `bench-matmul-ours-${m.n}` },
+  { header: 'tiled', cell: (m) => m.variants.tiled },
+  { header: 'naive', cell: (m) => m.variants.naive },
+  { header: 'TF.js', cell: (m) => m.tfjs_gflops, testId: (m) => `bench-matmul-tfjs-${m.n}` },
+  ratioColumn<MatmulRow>(
+    'ours/TF.js',
+    (m) => m.ours_gflops,
+    (m) => m.tfjs_gflops,
+  ),
+];
+
+const TRAIN_COLUMNS: ResultColumn<TrainRow>[] = [
+  { header: 'ours', cell: (t) => t.ours_tokens_per_s, testId: () => 'bench-train-ours' },
+  { header: 'TF.js', cell: (t) => t.tfjs_tokens_per_s, testId: () => 'bench-train-tfjs' },
+  ratioColumn<TrainRow>(
+    'ours/TF.js',
+    (t) => t.ours_tokens_per_s,
+    (t) => t.tfjs_tokens_per_s,
+  ),
+];
+
 function BenchResults({ result: r, seconds }: { result: EngineBenchResult; seconds: number }) {
   const t = r.train_step;
   const c = t.config;
   return (
     <div data-testid="bench-results">
       <h3>Matmul, GFLOP/s (median)</h3>
-      <table>
-        <thead>
-          <tr>
-            <th scope="col">n</th>
-            <th scope="col">ours</th>
-            <th scope="col">tiled</th>
-            <th scope="col">naive</th>
-            <th scope="col">TF.js</th>
-            <th scope="col">ours/TF.js</th>
-          </tr>
-        </thead>
-        <tbody>
-          {r.matmul.map((m) => (
-            <tr key={m.n}>
-              <th scope="row">{m.n}</th>
-              <td data-testid={`bench-matmul-ours-${m.n}`}>{m.ours_gflops}</td>
-              <td>{m.variants.tiled}</td>
-              <td>{m.variants.naive}</td>
-              <td data-testid={`bench-matmul-tfjs-${m.n}`}>{m.tfjs_gflops}</td>
-              <td>{ratio(m.ours_gflops, m.tfjs_gflops)}</td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
+      <ResultTable columns={MATMUL_COLUMNS} rows={r.matmul} rowKey={(m) => m.n} />
       <h3>
         Training step, tokens/s ({c.preset}: L={c.nLayer} C={c.dModel}, B={t.B} T={t.T})
       </h3>
-      <table>
-        <thead>
-          <tr>
-            <th scope="col">ours</th>
-            <th scope="col">TF.js</th>
-            <th scope="col">ours/TF.js</th>
-          </tr>
-        </thead>
-        <tbody>
-          <tr>
-            <td data-testid="bench-train-ours">{t.ours_tokens_per_s}</td>
-            <td data-testid="bench-train-tfjs">{t.tfjs_tokens_per_s}</td>
-            <td>{ratio(t.ours_tokens_per_s, t.tfjs_tokens_per_s)}</td>
-          </tr>
-        </tbody>
-      </table>
+      <ResultTable columns={TRAIN_COLUMNS} rows={[t]} rowKey={() => 'train'} />
       <dl className="kv">
         <dt>Per training step</dt>
         <dd data-testid="bench-per-step">

@@ -4,34 +4,13 @@
  * reveal their range in the editor.
  */
 import { useMemo, useState } from 'react';
-import type { AnalysisResult, OutlineNode } from '../../analysis';
+import type { OutlineNode } from '../../analysis';
 import { LineIndex } from '../../analysis/offsets';
-import type { RewardComponent } from '../../reward/reward';
 import type { RolloutRecord } from '../../rl/ppo-loop';
 import type { TestResult } from '../../sandbox/result';
 import { fmtNum, mean, testLine } from './tokens';
 import { rescore, type RewardWeights } from '../../lab/whatif';
-
-/** Nodes shown at most in the tree. */
-export const OUTLINE_NODES = 1500;
-
-export interface Outline {
-  root: OutlineNode;
-  complete: boolean;
-  /** the program the offsets index */
-  text: string;
-}
-
-export interface Scored {
-  completion: string;
-  analysis: AnalysisResult | null;
-  outline: Outline | null;
-  tests: TestResult[];
-  verdict: string;
-  tests_passed: number;
-  tests_total: number;
-  components: RewardComponent[];
-}
+import { OUTLINE_NODES, type Outline, type Scored } from '../../store/rollout-scoring';
 
 export function Breakdown({ record, weights, edited }: { record: RolloutRecord; weights: RewardWeights | null; edited: Scored | null }) {
   const rec = rescore(record, weights);

@@ -13,6 +13,9 @@
  */
 import type { RolloutRecord } from '../../rl/ppo-loop';
 import type { TestResult } from '../../sandbox/result';
+import type { HeatScale } from '../../store/rolloutSlice';
+
+export type { HeatScale };
 
 // ---------------------------------------------------------------------------------------------
 // Alignment: token i -> [start, end) in the completion (plus `offset`, e.g. the prompt's length)
@@ -123,8 +126,6 @@ export type TokenArrays = Pick<
   RolloutRecord,
   'tokens' | 'ids' | 'logprobs' | 'entropies' | 'ref_logprobs' | 'values' | 'advantages' | 'returns' | 'raw_advantages'
 >;
-
-export type HeatScale = 'logprob' | 'advantage' | 'kl' | 'entropy';
 
 export const HEAT_SCALES: readonly { id: HeatScale; label: string; help: string }[] = [
   { id: 'logprob', label: 'log-prob', help: 'log-probability of the sampled token under the sampling policy (0 best; red: unlikely)' },
