@@ -170,6 +170,21 @@ describe('pipeline', () => {
         .map((m) => m.iteration),
     ).toEqual([0, 1]);
   }, 300_000);
+
+  test('an iteration whose metrics line was lost after its commit (a killed worker) gets it back on resume', async () => {
+    const store = new MemoryRunDir();
+    const cfg = miniConfig({ rm: { enabled: false } });
+    await expect(run(cfg, store, () => store.files.has('ppo-state.json'))).rejects.toThrow(StoppedError);
+    const all = text(store, 'metrics.jsonl').trim().split('\n');
+    const lost = all.at(-1)!;
+    expect(JSON.parse(lost)).toMatchObject({ stage: 'ppo', iteration: 0 });
+    // the state says iteration 1 is done, but the worker died before the line was appended
+    await store.write('metrics.jsonl', all.slice(0, -1).join('\n') + '\n');
+    await run(cfg, store);
+    const ppo = lines(store, 'metrics.jsonl').filter((m) => m.stage === 'ppo');
+    expect(ppo.map((m) => m.iteration)).toEqual([0, 1]);
+    expect(JSON.stringify(ppo[0])).toBe(lost);
+  }, 300_000);
 });
 
 describe('tasks from a suite file', () => {

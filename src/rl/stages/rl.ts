@@ -15,11 +15,21 @@ import { checkAlarms } from '../alarms';
 import { ppoIteration, type Metrics, type PpoContext } from '../ppo-loop';
 import { canonicalMetrics } from '../metric-names';
 import { readJson, writeJson } from '../run-dir';
-import { rolloutFile } from '../run-files';
+import { readMetrics, rolloutFile } from '../run-files';
 import { StoppedError, type RunContext } from './context';
 import { evalHeldout, evaluateStage, type StageEval } from './evaluation';
 import type { RmStageResult } from './reward-model';
 import type { SftStageResult } from './sft';
+
+/**
+ * ppo-state.json is an iteration's commit point; its metrics line is appended after it. A run
+ * stopped between the two (a worker killed mid-append) would resume after the iteration without
+ * its line: the lines the history has and metrics.jsonl lacks are appended again, in order.
+ */
+async function restoreMetricLines(ctx: RunContext, history: readonly Metrics[]): Promise<void> {
+  const logged = new Set((await readMetrics(ctx.store)).filter((l) => l.stage === 'ppo').map((l) => l['iteration']));
+  for (const m of history) if (!logged.has(m['iteration'])) await ctx.metric('ppo', m);
+}
 
 /** ppo-state.json */
 interface PpoState {
@@ -40,6 +50,7 @@ export async function rlStage(ctx: RunContext, sft: SftStageResult, rm: RmStageR
   let policy: Policy;
   if (state && policyCkpt) {
     policy = policies.load(spec, policyCkpt, rlOptim, true);
+    await restoreMetricLines(ctx, state.history);
   } else {
     state = { iteration: 0, klCoef: cfg.rl.kl.coef, history: [] };
     policy = policies.fromParams(spec, sft.params, rlOptim);
