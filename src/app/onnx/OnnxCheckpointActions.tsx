@@ -9,7 +9,7 @@ import { useLab } from '../../store';
 import { currentRuntime } from '../../store/gpuSlice';
 import { browserParity, exportCheckpointOnnx, PARITY_TOLERANCE, type BrowserParity } from './actions';
 import { downloadBytes } from '../download';
-import { errorText } from './files';
+import { errorText } from '../../util/errors';
 
 type State =
   | { phase: 'idle' }

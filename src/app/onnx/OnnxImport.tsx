@@ -11,7 +11,8 @@ import type { BrowserEp } from '../../onnx/browser';
 import { referenceRef } from '../../rl/reference';
 import { useLab } from '../../store';
 import { importUserModel, sampleFrom, type Sample } from './actions';
-import { errorText, parseContextLength } from './files';
+import { errorText } from '../../util/errors';
+import { parseContextLength } from './files';
 
 const hasWebGpu = typeof navigator !== 'undefined' && 'gpu' in navigator;
 

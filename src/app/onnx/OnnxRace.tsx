@@ -10,7 +10,7 @@ import { MODEL_PRESETS } from '../../model/config';
 import { useLab } from '../../store';
 import { loadBrowserOrt } from '../../onnx/browser';
 import { currentRuntime } from '../../store/gpuSlice';
-import { errorText } from './files';
+import { errorText } from '../../util/errors';
 import { fmtRatio, ResultTable, type ResultColumn } from '../ResultTable';
 
 type RaceState =

@@ -16,5 +16,3 @@ export function parseContextLength(text: string): { value: number | undefined } 
   if (!/^\d+$/.test(t) || !Number.isSafeInteger(n) || n < 2) return { error: `context length must be an integer >= 2, got '${text}'` };
   return { value: n };
 }
-
-export { errorText } from '../../util/errors';
