@@ -9,7 +9,7 @@ import type { ModelConfig } from '../../policy';
 import { trainTokenizer } from '../../tokenizer';
 import type { RlConfig } from '../config';
 import { readJson, readText, writeJson } from '../run-dir';
-import { buildTaskSet, suiteJsonl, type TaskSet } from '../tasks';
+import { buildTaskSet, fitTaskSet, suiteJsonl, type TaskSet } from '../tasks';
 import { readSuiteSource, SUITE_FILE, taskSetFromSuite } from '../tasks/from-suite';
 import type { RunBase, RunContext } from './context';
 import { evalSubset, type Summary } from './evaluation';
@@ -65,18 +65,28 @@ export async function checkRunDir(run: RunBase): Promise<Summary | null> {
 /** Tasks, tokenizer, the context check and the reference check: the context every later stage reads. */
 export async function setup(run: RunBase): Promise<RunContext> {
   const { cfg, store, options: o } = run;
-  const set = await taskSet(run);
-  for (const k of ['train', 'val', 'rl', 'heldout'] as const) await store.write(`tasks/${k}.jsonl`, suiteJsonl(set[k]));
+  const drawn = await taskSet(run);
   const tok = trainTokenizer(
-    [...set.train, ...set.val].map((t) => t.prompt + t.demonstration),
+    [...drawn.train, ...drawn.val].map((t) => t.prompt + t.demonstration),
     { vocabSize: cfg.model.vocabSize },
   );
   await writeJson(store, 'tokenizer.json', tok.toJSON());
   const model: ModelConfig = { ...cfg.model, vocabSize: tok.vocabSize };
-  const longest = Math.max(...[...set.train, ...set.val, ...set.rl, ...set.heldout].map((t) => tok.encode(t.prompt).length));
   const room = Math.max(cfg.rl.maxNewTokens, cfg.eval.maxNewTokens);
-  if (longest + room > model.contextLength)
-    throw new Error(`the longest prompt has ${longest} tokens; with ${room} new tokens it exceeds the context of ${model.contextLength}`);
+  const budget = model.contextLength - room;
+  const { set, shortened, dropped } = fitTaskSet(drawn, (prompt) => tok.encode(prompt).length <= budget, !cfg.tasks.suite);
+  const empty = (['train', 'val', 'rl', 'heldout'] as const).filter((k) => drawn[k].length > 0 && set[k].length === 0);
+  if (empty.length)
+    throw new Error(
+      `no ${empty.join(' or ')} task's prompt fits ${budget} tokens (the context of ${model.contextLength} less ${room} new tokens, ` +
+        `the larger of rl.maxNewTokens and eval.maxNewTokens): lower them or raise model.contextLength`,
+    );
+  for (const k of ['train', 'val', 'rl', 'heldout'] as const) await store.write(`tasks/${k}.jsonl`, suiteJsonl(set[k]));
+  const some = (ids: string[]) => `${ids.slice(0, 3).join(', ')}${ids.length > 3 ? ', …' : ''}`;
+  const fitNote = [
+    shortened.length ? `${shortened.length} io prompt(s) shown with fewer examples to fit the context (${some(shortened)})` : '',
+    dropped.length ? `${dropped.length} task(s) left out, their prompt longer than ${budget} tokens (${some(dropped)})` : '',
+  ].filter(Boolean);
   const spec = { config: model, tokenizer: tok };
   // a KL reference that cannot score this run's sequences (another tokenizer, a shorter context)
   // is refused now, not after SFT's minutes; it is loaded again, and kept, when PPO starts
@@ -84,7 +94,10 @@ export async function setup(run: RunBase): Promise<RunContext> {
   run.emit(
     'setup',
     1,
-    `${set.train.length} train, ${set.val.length} val, ${set.rl.length} rl, ${set.heldout.length} held-out tasks; vocabulary ${tok.vocabSize}`,
+    [
+      `${set.train.length} train, ${set.val.length} val, ${set.rl.length} rl, ${set.heldout.length} held-out tasks; vocabulary ${tok.vocabSize}`,
+      ...fitNote,
+    ].join('; '),
   );
   const explore = o.exploreFor?.(tok);
   return { ...run, tok, spec, set, trainEval: evalSubset(set.train), rlEval: evalSubset(set.rl), explore };

@@ -115,8 +115,12 @@ function runBody(body: string, kind: ArgKind, x: Value): Value | undefined {
   }
 }
 
-/** The task asking for `concept` in `family`; deterministic in (seed, family, concept). */
-export function makeTask(family: Family, concept: Concept, split: Split, seed: number): GeneratedTask {
+/**
+ * The task asking for `concept` in `family`; deterministic in (seed, family, concept). `examples`
+ * is how many input/output pairs an `io` prompt shows (fewer when the prompt must fit a context;
+ * the tests are the same).
+ */
+export function makeTask(family: Family, concept: Concept, split: Split, seed: number, examples = EXAMPLES): GeneratedTask {
   const t = concept.template;
   const rng = new Rng(hashString(`${seed}/${family}/${concept.key}`));
   const inputs = drawInputs(rng, concept);
@@ -128,7 +132,7 @@ export function makeTask(family: Family, concept: Concept, split: Split, seed: n
     comment = `// ${t.spec(concept.c)}\n`;
   } else if (family === 'io') {
     comment = `// ${inputs
-      .slice(0, EXAMPLES)
+      .slice(0, examples)
       .map((x, i) => `${literal(x)} -> ${literal(outputs[i]!)}`)
       .join(', ')}\n`;
   } else {

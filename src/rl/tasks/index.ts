@@ -11,7 +11,7 @@
 import type { Task } from '../../tasks/types';
 import { Rng, shuffle } from '../../util/random';
 import { allConcepts, operatorBugs, TEMPLATES, type Concept } from './concepts';
-import { FAMILIES, makeTask, type Family, type GeneratedTask, type Split } from './families';
+import { EXAMPLES, FAMILIES, makeTask, type Family, type GeneratedTask, type Split } from './families';
 
 export { FAMILIES, FAMILY_DOC, type Family, type GeneratedTask, type Split, type TaskMeta } from './families';
 export { TEMPLATES, allConcepts, type Concept, type Template } from './concepts';
@@ -118,6 +118,50 @@ export function buildTaskSet(opts: TaskSetOptions): TaskSet {
   const byId = (a: Task, b: Task) => (a.task_id < b.task_id ? -1 : a.task_id > b.task_id ? 1 : 0);
   for (const k of ['train', 'val', 'rl', 'heldout'] as const) set[k].sort(byId);
   return set;
+}
+
+/** What fitTaskSet changed: io prompts shown with fewer examples, and tasks that could not be made to fit. */
+export interface TaskFit {
+  set: TaskSet;
+  /** task ids whose io prompt now shows fewer examples */
+  shortened: string[];
+  /** task ids left out of their split: no shorter form fits */
+  dropped: string[];
+}
+
+/**
+ * The task set with every prompt made to fit: a prompt `fits` rejects is made again, for a
+ * built-in `io` task, with fewer input/output examples (down to one; its tests, demonstration and
+ * split unchanged), and left out of its split when no form fits. Random example strings tokenize
+ * long, so a tokenizer trained on one seed's tasks can make one of that seed's io prompts outgrow
+ * the context; this keeps every seed's run going instead of refusing it. `builtIn` false (a
+ * suite file's tasks, which this generator did not make for this seed): tasks are only left out.
+ */
+export function fitTaskSet(set: TaskSet, fits: (prompt: string) => boolean, builtIn: boolean): TaskFit {
+  const concepts = new Map(allConcepts().map((c) => [c.key, c]));
+  const shortened: string[] = [];
+  const dropped: string[] = [];
+  const fit = (t: GeneratedTask): GeneratedTask | null => {
+    if (fits(t.prompt)) return t;
+    const concept = concepts.get(t.meta.concept);
+    if (builtIn && t.meta.family === 'io' && concept && t.task_id === `coderl/io/${concept.key}`) {
+      for (let n = EXAMPLES - 1; n >= 1; n--) {
+        const again = makeTask('io', concept, t.meta.split, set.seed, n);
+        if (fits(again.prompt)) {
+          shortened.push(t.task_id);
+          return { ...t, prompt: again.prompt, meta: { ...t.meta, examples: n } };
+        }
+      }
+    }
+    dropped.push(t.task_id);
+    return null;
+  };
+  const pick = (ts: GeneratedTask[]) => ts.map(fit).filter((t): t is GeneratedTask => t !== null);
+  return {
+    set: { seed: set.seed, train: pick(set.train), val: pick(set.val), rl: pick(set.rl), heldout: pick(set.heldout) },
+    shortened,
+    dropped,
+  };
 }
 
 /**
