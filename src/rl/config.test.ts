@@ -22,7 +22,7 @@ describe('RL config', () => {
     expect(mergeConfig({ a: [1, 2] }, { a: [3] })).toEqual({ a: [3] });
   });
   test('errors name the field and the rule', () => {
-    expect(() => resolveConfig('huge')).toThrow(/unknown preset "huge" \(presets: tiny, small, composer2-scaled\)/);
+    expect(() => resolveConfig('huge')).toThrow(/unknown preset "huge" \(presets: quick, tiny, small, composer2-scaled\)/);
     expect(() => resolveConfig('tiny', { rl: { clip: 2 } })).toThrow(/config\.rl\.clip: must be a number in \[0\.001, 0\.999\], got 2/);
     expect(() => resolveConfig('tiny', { rl: { algo: 'dpo' } })).toThrow(/config\.rl\.algo: must be one of ppo, grpo, got "dpo"/);
     expect(() => resolveConfig('tiny', { sft: { batch: 1.5 } })).toThrow(/config\.sft\.batch: must be an integer/);
