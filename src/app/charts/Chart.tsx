@@ -1,16 +1,21 @@
 /**
  * One uPlot chart: created once per mount, given new data with setData (coalesced to one call
  * per animation frame), resized with its box, destroyed on unmount. Its lines are fixed for the
- * mount: give the component a new key when they change.
+ * mount, and so are its axes and ranging: give the component a new key when they change.
  *
  * For tests and assistive technology the chart is an image (role="img") whose label says what
  * it shows and each line's latest value; `data-testid="chart-<id>"`, `data-points` the number of
  * x values. Vertical dashed marks at `markers` (x values) flag iterations that raised alarms.
+ *
+ * Axes (axes.ts): tick labels with the decimals their step needs, so that no two ticks read the
+ * same; y ranged for the data (`yKind`), a constant series in the middle of a small range; the
+ * x-axis says what it counts (`xAxis`).
  */
 import { useEffect, useRef } from 'react';
 import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
 import './charts.css';
+import { tickLabels, xRange, yRange, type YKind } from './axes';
 import { describeChart, formatValue, type Aligned } from './series';
 
 export interface ChartLine {
@@ -25,7 +30,14 @@ export interface ChartLine {
 export interface ChartProps {
   id: string;
   title: string;
+  /** what x counts, in the legend and the description */
   xLabel: string;
+  /** the x-axis's label (default `xLabel`) */
+  xAxis?: string;
+  /** an x in the legend and the description (default String) */
+  xText?: (x: number) => string;
+  /** how y is ranged (default 'auto') */
+  yKind?: YKind;
   data: Aligned;
   lines: readonly ChartLine[];
   markers?: readonly number[];
@@ -42,18 +54,39 @@ const X_INCRS = [1, 2, 5, 10, 20, 25, 50, 100, 200, 250, 500, 1e3, 2e3, 2.5e3, 5
 const toUplot = (d: Aligned): uPlot.AlignedData => [d.x, ...d.ys] as uPlot.AlignedData;
 
 /** The legend shows the hovered point's values, and each series' latest value when nothing is hovered. */
-function legendValue(u: uPlot, v: number | null, series: number, idx: number | null): string {
-  if (idx == null) {
-    const ys = u.data[series] ?? [];
-    for (let i = ys.length - 1; i >= 0; i--) if (typeof ys[i] === 'number') return formatValue(ys[i] as number);
-    return '—';
-  }
-  return v == null ? '—' : formatValue(v);
+const legendValue =
+  (format: (v: number) => string) =>
+  (u: uPlot, v: number | null, series: number, idx: number | null): string => {
+    if (idx == null) {
+      const ys = u.data[series] ?? [];
+      for (let i = ys.length - 1; i >= 0; i--) if (typeof ys[i] === 'number') return format(ys[i] as number);
+      return '—';
+    }
+    return v == null ? '—' : format(v);
+  };
+
+/** uPlot's tick formatter: labels from the tick step uPlot found (a split its filter dropped is null). */
+const ticks: uPlot.Axis.DynamicValues = (_u, splits, _axis, _space, incr) => {
+  const shown = (splits as (number | null)[]).filter((v): v is number => v != null);
+  const labels = tickLabels(shown, incr);
+  let i = 0;
+  return (splits as (number | null)[]).map((v) => (v == null ? '' : labels[i++]!));
+};
+
+const AXIS_FONT = '11px system-ui, sans-serif';
+/** the y-axis's width for its longest label (about 6.5 px a character at 11 px, with the tick and a gap) */
+const ySize: uPlot.Axis.Size = (_u, values) => Math.max(36, Math.ceil(Math.max(0, ...(values ?? []).map((v) => v.length)) * 6.5) + 14);
+
+interface Setup {
+  xLabel: string;
+  xAxis: string;
+  xText: (x: number) => string;
+  yKind: YKind;
+  lines: readonly ChartLine[];
 }
 
 function options(
-  xLabel: string,
-  lines: readonly ChartLine[],
+  { xLabel, xAxis, xText, yKind, lines }: Setup,
   width: number,
   height: number,
   markers: { current: readonly number[] },
@@ -61,19 +94,22 @@ function options(
   return {
     width,
     height,
-    scales: { x: { time: false } },
+    scales: {
+      x: { time: false, range: (_u, min, max) => xRange(min, max) },
+      y: { range: (_u, min, max) => yRange(min, max, yKind) },
+    },
     axes: [
-      { size: 28, incrs: X_INCRS, values: (_u, vals) => vals.map((v) => (v == null ? '' : formatValue(v))) },
-      { size: 50, values: (_u, vals) => vals.map((v) => (v == null ? '' : formatValue(v))) },
+      { size: 22, font: AXIS_FONT, incrs: X_INCRS, values: ticks, label: xAxis, labelSize: 14, labelGap: 0, labelFont: AXIS_FONT },
+      { size: ySize, font: AXIS_FONT, values: ticks },
     ],
     series: [
-      { label: xLabel, value: legendValue },
+      { label: xLabel, value: legendValue(xText) },
       ...lines.map((l): uPlot.Series => ({
         label: l.label,
         stroke: l.color,
         width: 1.5,
         dash: l.dash,
-        value: legendValue,
+        value: legendValue(formatValue),
         points: l.points ? { show: true, size: 6, fill: l.color } : undefined,
       })),
     ],
@@ -110,18 +146,29 @@ function update(u: uPlot, prev: Aligned | null, next: Aligned): void {
   u.setScale('x', { min: min!, max: max! });
 }
 
-export function Chart({ id, title, xLabel, data, lines, markers = NO_MARKERS, height = 150 }: ChartProps) {
+export function Chart({
+  id,
+  title,
+  xLabel,
+  xAxis = xLabel,
+  xText = String,
+  yKind = 'auto',
+  data,
+  lines,
+  markers = NO_MARKERS,
+  height = 160,
+}: ChartProps) {
   const box = useRef<HTMLDivElement>(null);
   const plot = useRef<uPlot | null>(null);
   const shown = useRef<Aligned | null>(null);
   const marks = useRef(markers);
-  const initial = useRef({ xLabel, lines, data, height });
+  const initial = useRef({ setup: { xLabel, xAxis, xText, yKind, lines }, data, height });
 
   // created once per mount
   useEffect(() => {
     const el = box.current!;
-    const { xLabel: xl, lines: ls, data: d, height: h } = initial.current;
-    const u = new uPlot(options(xl, ls, el.clientWidth || 300, h, marks), toUplot(d), el);
+    const { setup, data: d, height: h } = initial.current;
+    const u = new uPlot(options(setup, el.clientWidth || 300, h, marks), toUplot(d), el);
     plot.current = u;
     shown.current = d;
     let frame = 0;
@@ -159,6 +206,7 @@ export function Chart({ id, title, xLabel, data, lines, markers = NO_MARKERS, he
     xLabel,
     data,
     lines.map((l) => l.label),
+    xText,
   );
   return (
     <figure className="chart" role="img" aria-label={label} data-testid={`chart-${id}`} data-points={data.x.length}>

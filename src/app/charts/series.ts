@@ -6,7 +6,8 @@
  * x is the PPO iteration (0-based, as logged) for PPO metrics and the step for SFT and
  * reward-model metrics. Held-out pass@1 also comes from the evaluation lines: the SFT policy's
  * ('sft-eval') at iteration -1, the policy before the first update, and the final policy's
- * ('rl-eval') at the last logged iteration, the policy after the last update.
+ * ('rl-eval') at the last logged iteration, the policy after the last update. The charts show
+ * iterations 1-based, the SFT evaluation at 0 ("before RL"): axes.ts displayX.
  *
  * Lines may come in any order and may repeat an x (a resumed run redoes an interrupted SFT; the
  * live view reads the stored file and the store's tail, which overlap): points are sorted by x
@@ -17,6 +18,7 @@
  * - a finite number is a point.
  */
 import { rewardComponentKey, rewardComponentOf } from '../../rl/metric-names';
+import type { YKind } from './axes';
 
 /** One metrics line: `stage` and any values (numbers, null where JSON had NaN, `alarms`). */
 export type MetricRow = { readonly stage: string; readonly [key: string]: unknown };
@@ -35,7 +37,8 @@ export interface Aligned {
 
 export type XKind = 'iteration' | 'sft-step' | 'rm-step';
 
-export const X_LABEL: Record<XKind, string> = { iteration: 'PPO iteration', 'sft-step': 'SFT step', 'rm-step': 'RM step' };
+/** What a chart's x counts, as its legend and description name it. */
+export const X_LABEL: Record<XKind, string> = { iteration: 'RL iteration', 'sft-step': 'SFT step', 'rm-step': 'RM step' };
 
 const HELDOUT = 'eval/heldout_pass@1';
 
@@ -106,6 +109,8 @@ export interface ChartGroup {
   id: string;
   title: string;
   x: XKind;
+  /** how y is ranged: 'fraction' for rates in [0, 1] */
+  y: YKind;
   series: SeriesSpec[];
 }
 
@@ -133,15 +138,15 @@ const SPARSE = new Set([HELDOUT, 'loss/val']);
 const COMPONENTS = ['test_pass', 'all_pass', 'ast_valid', 'lint', 'complexity', 'length', 'reward_model'];
 
 /** Chart groups in pipeline order (SFT, reward model, then PPO), so charts that appear later go below. */
-const GROUPS: { id: string; title: string; keys: (present: ReadonlySet<string>) => string[] }[] = [
+const GROUPS: { id: string; title: string; y?: YKind; keys: (present: ReadonlySet<string>) => string[] }[] = [
   { id: 'sft-loss', title: 'SFT loss', keys: () => ['loss/train', 'loss/val'] },
   { id: 'rm-loss', title: 'Reward-model loss', keys: () => ['loss/rm'] },
   { id: 'reward', title: 'Reward (mean, and each component’s mean contribution)', keys: (p) => ['reward', ...componentKeys(p)] },
-  { id: 'pass', title: 'Pass rate', keys: () => ['env/pass_rate', 'env/ast_valid_rate', HELDOUT] },
+  { id: 'pass', title: 'Pass rate', y: 'fraction', keys: () => ['env/pass_rate', 'env/ast_valid_rate', HELDOUT] },
   { id: 'kl', title: 'KL', keys: () => ['objective/kl', 'kl', 'losses/approx_kl'] },
   { id: 'entropy', title: 'Entropy', keys: () => ['policy/entropy_avg'] },
   { id: 'losses', title: 'PPO losses', keys: () => ['loss/policy_avg', 'loss/value_avg'] },
-  { id: 'clipfrac', title: 'Clip fraction', keys: () => ['losses/clipfrac'] },
+  { id: 'clipfrac', title: 'Clip fraction', y: 'fraction', keys: () => ['losses/clipfrac'] },
   { id: 'explained-variance', title: 'Explained variance', keys: () => ['losses/explained_variance'] },
   { id: 'tokens-per-s', title: 'Tokens per second (sampling)', keys: () => ['tokens/per_s'] },
 ];
@@ -173,7 +178,7 @@ export function chartGroups(lines: readonly MetricRow[]): ChartGroup[] {
     const keys = g.keys(present).filter((k) => present.has(k));
     if (!keys.length) return [];
     const series = keys.map((key) => ({ key, label: LABEL[key] ?? rewardComponentOf(key) ?? key, sparse: SPARSE.has(key) }));
-    return [{ id: g.id, title: g.title, x: sourceOf(keys[0]!).kind, series }];
+    return [{ id: g.id, title: g.title, x: sourceOf(keys[0]!).kind, y: g.y ?? 'auto', series }];
   });
 }
 
@@ -231,12 +236,18 @@ export function formatValue(v: number): string {
 }
 
 /** What a chart shows in a sentence: its title, the number of points, and each series' latest value. */
-export function describeChart(title: string, xLabel: string, data: Aligned, labels: readonly string[]): string {
+export function describeChart(
+  title: string,
+  xLabel: string,
+  data: Aligned,
+  labels: readonly string[],
+  xText: (x: number) => string = String,
+): string {
   const latest = labels.map((label, i) => {
     const y = data.ys[i] ?? [];
     for (let j = y.length - 1; j >= 0; j--) {
       const v = y[j];
-      if (typeof v === 'number') return `${label} ${formatValue(v)} at ${xLabel} ${data.x[j]}`;
+      if (typeof v === 'number') return `${label} ${formatValue(v)} at ${xLabel} ${xText(data.x[j]!)}`;
     }
     return `${label} no value yet`;
   });

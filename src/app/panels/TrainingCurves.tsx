@@ -5,10 +5,12 @@
  * The run is the one in flight (or the last one started here) or any stored run; the first
  * choice is made for the user until they pick (the live run when there is one, else the first
  * stored run). In an overlay the first run is drawn in cool colours with solid lines, the second
- * in warm colours with dashed lines, and each legend entry names its run. Iterations are PPO
- * iterations as logged (0-based); dashed red marks on the charts are iterations that raised alarms.
+ * in warm colours with dashed lines, and each legend entry names its run. RL iterations are
+ * numbered 1..N as in the Rollouts panel (logged 0-based: charts/axes.ts displayX), the SFT
+ * policy's evaluation at 0, "before RL"; dashed red marks on the charts are iterations that raised alarms.
  */
 import { useId, useMemo, useState } from 'react';
+import { displayData, displayX, xAxisLabel, xText } from '../charts/axes';
 import { Chart, type ChartLine } from '../charts/Chart';
 import { chartGroups, flattenAlarms, groupData, X_LABEL, type ChartGroup, type ChartSeries, type MetricRow } from '../charts/series';
 import { useRunMetrics, type RunSource } from '../charts/useRunMetrics';
@@ -64,9 +66,13 @@ export function TrainingCurves() {
   const runLines = useMemo<(readonly MetricRow[])[]>(() => (second ? [a.lines, b.lines] : [a.lines]), [second, a.lines, b.lines]);
   const charts = useMemo(() => {
     const groups = chartGroups(runLines.flat());
-    return groups.map((group) => ({ group, data: groupData(group, runLines) }));
+    return groups.map((group) => ({ group, data: displayData(group.x, groupData(group, runLines)) }));
   }, [runLines]);
-  const alarms = useMemo(() => runLines.flatMap((lines, run) => flattenAlarms(lines).map((al) => ({ ...al, run }))), [runLines]);
+  const alarms = useMemo(
+    () =>
+      runLines.flatMap((lines, run) => flattenAlarms(lines).map((al) => ({ ...al, iteration: displayX('iteration', al.iteration), run }))),
+    [runLines],
+  );
   const markers = useMemo(() => [...new Set(alarms.map((al) => al.iteration))].sort((x, y) => x - y), [alarms]);
   const hasPpo = useMemo(() => runLines.some((lines) => lines.some((l) => l.stage === 'ppo')), [runLines]);
 
@@ -122,12 +128,16 @@ export function TrainingCurves() {
         <div className="curves-grid" aria-busy={loading.length > 0} data-testid="curves-grid">
           {charts.map(({ group, data }) => {
             const lines = chartLines(data.series, names);
+            const xAxis = xAxisLabel(group.x, data.x);
             return (
               <Chart
-                key={chartKey(group, lines)}
+                key={`${chartKey(group, lines)}|${xAxis}`}
                 id={group.id}
                 title={group.title}
                 xLabel={X_LABEL[group.x]}
+                xAxis={xAxis}
+                xText={(x) => xText(group.x, x)}
+                yKind={group.y}
                 data={data}
                 lines={lines}
                 markers={group.x === 'iteration' ? markers : undefined}
@@ -151,7 +161,7 @@ const chartKey = (g: ChartGroup, lines: readonly ChartLine[]): string => `${g.id
 
 function emptyText(anyRun: boolean, names: readonly string[], failed: boolean): string {
   if (!anyRun)
-    return 'No runs yet. Start one under Experiment setup: reward per component, pass rate, KL, entropy and losses are plotted here live.';
+    return 'No runs yet. Start one in the Experiment panel: reward per component, pass rate, KL, entropy and losses are plotted here live.';
   const which = names.map((n) => `“${n}”`).join(' and ');
   if (failed) return `Nothing to plot for ${which}.`;
   return `No metrics to plot yet for ${which}. SFT losses appear after the first logged step, PPO curves after the first iteration.`;
