@@ -14,6 +14,7 @@ import { Tokenizer } from '../../tokenizer';
 import { intOption, readInput, UsageError, type Command } from '../command';
 import { readSuiteArg, resolveSuiteArg } from '../suite-arg';
 import { backendOption } from './train';
+import { commandProgress } from '../progress';
 
 export const evalCommand: Command = {
   name: 'eval',
@@ -36,6 +37,7 @@ export const evalCommand: Command = {
     backend: { type: 'string', description: 'cpu or webgpu (default cpu)', value: 'B' },
     workers: { type: 'string', description: `sandbox workers (default ${phasedPoolSize()})`, value: 'N' },
     out: { type: 'string', description: 'write the scored samples as JSONL here', value: 'R' },
+    quiet: { type: 'boolean', description: 'print only the summary (no progress)' },
   },
   examples: [
     'npx coderl eval --suite runs/tiny-1/tasks/heldout.jsonl --checkpoint runs/tiny-1/policy.ckpt --k 1,5,10',
@@ -82,9 +84,19 @@ export const evalCommand: Command = {
     if (backend === 'webgpu') rt = await GpuRuntime.create(await nodeProvider());
     const [pool, analyzer] = await Promise.all([createNodePool({ size: workers }), createAnalyzer(nodeWasmLoader)]);
     const policy = createBackend(backend, { config: snap.config, params: snap.params, optim: DEFAULT_OPTIM, runtime: rt ?? undefined });
+    // sampling, then scoring: a bar each on a terminal, nothing when piped (cli/progress.ts)
+    const progress = commandProgress(io, { quiet: options.quiet === true, piped: false });
     try {
       const t0 = performance.now();
-      const r = await evalSuite(policy, tok, suite.items, { samples, k: ks, temperature, maxNewTokens: maxNew, seed }, { pool, analyzer });
+      const r = await evalSuite(
+        policy,
+        tok,
+        suite.items,
+        { samples, k: ks, temperature, maxNewTokens: maxNew, seed },
+        { pool, analyzer },
+        { onProgress: (p) => progress.update({ phase: p.stage, done: p.done, total: p.total, unit: 'tasks' }) },
+      );
+      progress.end();
       if (typeof options.out === 'string') {
         // records and rollouts are in the same order: each record gets the completion it scored
         const lines = r.records.map((x, i) =>
@@ -99,6 +111,7 @@ export const evalCommand: Command = {
       for (const [k, v] of Object.entries(r.passAtK)) io.out(`${k}: ${v.toFixed(4)}`);
       return 0;
     } finally {
+      progress.end();
       policy.dispose();
       pool.close();
       rt?.dispose();

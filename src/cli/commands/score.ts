@@ -12,6 +12,7 @@ import { formatIssue, type Completion, type LoadIssue } from '../../tasks/types'
 import { intOption, readInput, UsageError, type Command, type Io } from '../command';
 import { readSuiteArg, resolveSuiteArg } from '../suite-arg';
 import { errorText } from '../../util/errors';
+import { commandProgress } from '../progress';
 
 function summaryLines(s: ScoreSummary, records: ScoreRecord[], workers: number): string[] {
   const verdicts = Object.entries(s.verdicts)
@@ -58,6 +59,7 @@ export const scoreCommand: Command = {
       description: 'reward weights as JSON (a file, or inline {...}); unset fields keep their defaults',
       value: 'JSON',
     },
+    quiet: { type: 'boolean', description: 'print only the summary (no progress)' },
   },
   examples: [
     'npx coderl score --suite humaneval-x-js --canonical --out /tmp/r.jsonl',
@@ -94,7 +96,7 @@ export const scoreCommand: Command = {
     info(
       `suite: ${suiteArg.label} (${suite.items.length} tasks, ${languages}); completions: ${completionsPath ?? 'canonical solutions'} (${completions.length})`,
     );
-    return scoreAndReport(io, { suite: suite.items, completions, workers, timeoutMs, out, info, reward });
+    return scoreAndReport(io, { suite: suite.items, completions, workers, timeoutMs, out, info, reward, quiet: options.quiet === true });
   },
 };
 
@@ -108,13 +110,26 @@ async function scoreAndReport(
     out: string;
     info: (t: string) => void;
     reward: RewardConfig;
+    quiet: boolean;
   },
 ): Promise<number> {
   const [pool, analyzer] = await Promise.all([createNodePool({ size: a.workers }), createAnalyzer(nodeWasmLoader)]);
   const t0 = performance.now();
+  // a bar on stderr when it is a terminal, nothing when piped (cli/progress.ts)
+  const progress = commandProgress(io, { quiet: a.quiet, piped: false });
   try {
     const limits = { ...DEFAULT_LIMITS, timeoutMs: a.timeoutMs };
-    const records = await scoreCompletions(pool, a.suite, a.completions, { limits });
+    const total = a.completions.length;
+    let done = 0;
+    let passed = 0;
+    const onRecord = (r: ScoreRecord) => {
+      done++;
+      if (r.passed) passed++;
+      progress.update({ phase: 'scoring', done, total, unit: 'programs', message: `${passed} passed` });
+    };
+    progress.update({ phase: 'scoring', done: 0, total, unit: 'programs' });
+    const records = await scoreCompletions(pool, a.suite, a.completions, { limits, onRecord });
+    progress.end();
     annotateRecords(records, a.suite, a.completions, analyzer, a.reward);
     const lines = records.map((r) => JSON.stringify(r)).join('\n');
     if (a.out === '-') io.out(lines);
@@ -127,6 +142,7 @@ async function scoreAndReport(
     for (const line of summaryLines(summarize(records, performance.now() - t0), records, pool.size)) a.info(line);
     return 0;
   } finally {
+    progress.end();
     pool.close();
   }
 }

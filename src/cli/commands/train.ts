@@ -18,6 +18,7 @@ import { tokenizerSidecarPath } from '../../onnx/export';
 import { loadNodeOrt } from '../../onnx/node';
 import { labGptFactory } from '../../policy';
 import { errorText } from '../../util/errors';
+import { commandProgress } from '../progress';
 
 /**
  * --reference M.onnx: the KL penalty's frozen reference is this ONNX causal LM (run in
@@ -120,7 +121,7 @@ export const trainCommand: Command = {
       value: 'FILE|NAME',
     },
     workers: { type: 'string', description: `sandbox workers (default ${phasedPoolSize()})`, value: 'N' },
-    quiet: { type: 'boolean', description: 'print only the summary' },
+    quiet: { type: 'boolean', description: 'print only the summary (no progress)' },
     reference: { type: 'string', description: 'ONNX model used as the KL reference instead of the SFT policy', value: 'M.onnx' },
     'reference-tokenizer': { type: 'string', description: 'its tokenizer JSON (default: M.tokenizer.json)', value: 'T' },
   },
@@ -164,13 +165,9 @@ export const trainCommand: Command = {
       for (const note of provider.notes) io.err(`coderl train: note: ${note}`);
     }
     const [pool, analyzer] = await Promise.all([createNodePool({ size: workers }), createAnalyzer(nodeWasmLoader)]);
-    let last = '';
-    const onEvent = (e: PipelineEvent) => {
-      if (options.quiet) return;
-      const line = `[${e.phase}] ${e.message}`;
-      if (line !== last) io.err(line);
-      last = line;
-    };
+    // a bar per stage on a terminal, a few lines per stage when piped (cli/progress.ts)
+    const progress = commandProgress(io, { quiet: options.quiet === true, piped: true });
+    const onEvent = (e: PipelineEvent) => progress.update(e);
     try {
       const summary = await runPipeline({
         cfg,
@@ -183,16 +180,19 @@ export const trainCommand: Command = {
         suiteText,
         reference: reference?.make,
       });
+      progress.end();
       for (const l of summaryLines(summary)) io.out(l);
       return 0;
     } catch (e) {
       // a refused --reference model, a run directory of another config, a changed suite file, a
       // non-finite loss, ...: one line naming it (what finished is saved; the run resumes from DIR);
       // programming errors keep their stack
+      progress.end();
       if (!(e instanceof Error) || e instanceof TypeError || e instanceof ReferenceError || e instanceof RangeError) throw e;
       io.err(`coderl train: ${e.message}`);
       return 1;
     } finally {
+      progress.end();
       pool.close();
       rt?.dispose();
     }
