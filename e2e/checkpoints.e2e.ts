@@ -144,7 +144,10 @@ describe('the Checkpoints panel in Chromium', () => {
     const alert = page.getByRole('alert').filter({ hasText: 'Rejected' });
     for (const [path, problem] of [
       [files.corrupt, /Rejected "corrupt\.crlckpt": checkpoint data is corrupt: CRC-32 mismatch/],
-      [files.notCheckpoint, /Rejected "notes\.crlckpt": not a Code RL Lab checkpoint/],
+      [
+        files.notCheckpoint,
+        /Rejected "notes\.crlckpt": this file is not a Code RL Lab checkpoint: .*this file starts with "function" \(looks like text/,
+      ],
       [files.mismatched, /Rejected "mismatched\.crlckpt": checkpoint does not fit the model/],
     ] as const) {
       await importFile(page, path);

@@ -137,10 +137,21 @@ describe('checkpoint corruption', () => {
     expect(() => decodeCheckpoint(new Uint8Array([...good, 0, 0]))).toThrow('checkpoint has 2 unexpected trailing bytes');
   });
 
-  it('wrong magic is not a checkpoint', () => {
+  it('wrong magic is not a checkpoint, said in plain words: what was expected, what the file starts with', () => {
     const png = Uint8Array.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, ...good.subarray(8)]);
-    expect(() => decodeCheckpoint(png)).toThrow('not a Code RL Lab checkpoint');
-    expect(() => decodeCheckpoint(new TextEncoder().encode('{"config": {}}'))).toThrow('not a Code RL Lab checkpoint');
+    expect(() => decodeCheckpoint(png)).toThrow(
+      'this file is not a Code RL Lab checkpoint: a checkpoint file starts with the bytes "CRLCKPT" (one is saved by Checkpoints → Export, ' +
+        'and by coderl train as policy.ckpt in its run folder); this file starts with ".PNG...." (looks like a PNG image; first bytes 89 50 4e 47 0d 0a 1a 0a)',
+    );
+    expect(() => decodeCheckpoint(new TextEncoder().encode('{"config": {}}'))).toThrow(/starts with "\{"config" \(looks like JSON text;/);
+    const zip = Uint8Array.from([0x50, 0x4b, 0x03, 0x04, 0x14, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8]);
+    expect(() => decodeCheckpoint(zip)).toThrow(
+      /starts with "PK\.\.\.\.\.\." \(looks like a zip archive; first bytes 50 4b 03 04 14 00 00 00\)$/,
+    );
+    const runFile = new TextEncoder().encode('coderl-run\n\0\0\0\0');
+    expect(() => decodeCheckpoint(runFile)).toThrow(/looks like a Code RL Lab run file, which this import does not take/);
+    expect(() => decodeCheckpoint(new Uint8Array(0))).toThrow(/not a Code RL Lab checkpoint: .*; this file is empty$/);
+    for (const bad of [png, zip, runFile]) expect(() => decodeCheckpoint(bad)).not.toThrow(/magic/);
   });
 
   it('a future version names the supported ones', () => {

@@ -24,8 +24,9 @@ import {
   validateHeader,
 } from './header';
 import { errorText } from '../util/errors';
+import { CHECKPOINT_FILE, hasMagic, notAFile } from '../util/refused';
 
-export const CHECKPOINT_MAGIC = Uint8Array.from('CRLCKPT\0', (c) => c.charCodeAt(0));
+export const CHECKPOINT_MAGIC = CHECKPOINT_FILE.magic;
 export const CHECKPOINT_VERSION = 1;
 export const SUPPORTED_CHECKPOINT_VERSIONS: readonly number[] = [1];
 const PREAMBLE = 16; // magic + version + header length
@@ -163,10 +164,8 @@ export function decodeCheckpoint(bytes: Uint8Array): DecodedCheckpoint {
 }
 
 function readHeader(bytes: Uint8Array): { header: CheckpointHeader; dataStart: number } {
-  const magicSeen = bytes.subarray(0, CHECKPOINT_MAGIC.length);
-  if (!magicSeen.every((b, i) => b === CHECKPOINT_MAGIC[i])) {
-    throw new CheckpointError(`not a Code RL Lab checkpoint: the file does not start with the magic bytes "CRLCKPT\\0"`);
-  }
+  // a file cut short inside the magic is a truncated checkpoint (below); anything else is another kind of file
+  if (!hasMagic(bytes, CHECKPOINT_FILE)) throw new CheckpointError(notAFile(CHECKPOINT_FILE, bytes));
   if (bytes.length < PREAMBLE) {
     throw new CheckpointError(`truncated checkpoint: expected at least ${PREAMBLE} bytes, got ${bytes.length}`);
   }

@@ -51,7 +51,8 @@ describe('checkpoint files (Node)', () => {
   it('a file that is not a checkpoint is rejected on decode', async () => {
     const path = join(dir, 'notes.txt');
     await writeFile(path, 'hello');
-    expect(() => decodeCheckpoint(new Uint8Array(0))).toThrow('truncated');
+    expect(() => decodeCheckpoint(new Uint8Array(0))).toThrow('this file is empty');
+    expect(() => decodeCheckpoint(new TextEncoder().encode('CRLC'))).toThrow('truncated');
     await expect(loadCheckpointFile(path).then(decodeCheckpoint)).rejects.toThrow('not a Code RL Lab checkpoint');
   });
 });

@@ -60,8 +60,20 @@ describe('run bundle', () => {
   });
 
   it('rejects a file that is not a bundle', () => {
-    expect(() => unpackRun(text('function f() {}\n'))).toThrow(/not a run bundle \(bad magic\)/);
-    expect(() => unpackRun(new Uint8Array(0))).toThrow(/bad magic/);
+    expect(() => unpackRun(text('function f() {}\n'))).toThrow(
+      'this file is not a Code RL Lab run file: a run file (.coderl-run) starts with the bytes "coderl-run" ' +
+        '(one is saved by Experiment → Export run); this file starts with "function" (looks like text; first bytes 66 75 6e 63 74 69 6f 6e)',
+    );
+    expect(() => unpackRun(new Uint8Array(0))).toThrow(/^this file is not a Code RL Lab run file: .*; this file is empty$/);
+    // a checkpoint given to the run import says what it is
+    const ckpt = Uint8Array.from([...text('CRLCKPT\0'), 1, 0, 0, 0]);
+    expect(() => unpackRun(ckpt)).toThrow(
+      /starts with "CRLCKPT\." \(looks like a Code RL Lab checkpoint, which this import does not take;/,
+    );
+    expect(() => unpackRun(text('PK\x03\x04rest'))).toThrow(/\(looks like a zip archive; first bytes 50 4b 03 04/);
+    for (const bad of [text('x'), ckpt]) expect(() => unpackRun(bad)).not.toThrow(/magic|bundle/);
+    // cut short inside the format name: truncated, not another kind of file
+    expect(() => unpackRun(text('coderl'))).toThrow('run bundle: truncated at byte 6 (the format name needs bytes 0-10)');
   });
 
   it('rejects a truncated bundle, naming the byte and the file', () => {

@@ -13,12 +13,13 @@
  */
 import { crc32, crc32Hex } from '../container/crc32';
 import { errorText } from '../util/errors';
+import { hasMagic, notAFile, RUN_FILE } from '../util/refused';
 
 export const RUN_BUNDLE_FORMAT = 'coderl-run';
 export const RUN_BUNDLE_VERSION = 1;
 export const RUN_BUNDLE_EXT = '.coderl-run';
 
-const MAGIC = new TextEncoder().encode(`${RUN_BUNDLE_FORMAT}\n`);
+const MAGIC = RUN_FILE.magic; // `${RUN_BUNDLE_FORMAT}\n`
 
 export interface RunFile {
   path: string;
@@ -100,13 +101,13 @@ export function packRun(files: RunFile[], meta: { run: string }): Uint8Array {
 
 /** The run name and files of a bundle; throws an Error naming the problem and where. */
 export function unpackRun(bytes: Uint8Array): { run: string; files: RunFile[] } {
-  if (bytes.length < MAGIC.length || MAGIC.some((b, i) => bytes[i] !== b)) {
-    throw new Error(`not a run bundle (bad magic): a ${RUN_BUNDLE_EXT} file starts with "${RUN_BUNDLE_FORMAT}"`);
-  }
+  // a file cut short inside the magic is a truncated run file (below); anything else is another kind of file
+  if (!hasMagic(bytes, RUN_FILE)) throw new Error(notAFile(RUN_FILE, bytes));
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const need = (at: number, n: number, what: string): void => {
     if (at + n > bytes.length) fail(`truncated at byte ${bytes.length} (${what} needs bytes ${at}-${at + n - 1})`);
   };
+  need(0, MAGIC.length, 'the format name');
   let at = MAGIC.length;
   need(at, 4, 'header length');
   const hlen = view.getUint32(at, true);

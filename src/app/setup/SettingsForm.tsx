@@ -1,14 +1,28 @@
 /**
  * The settings form over the JSON overrides: one input per field of setup/fields.ts, grouped in
  * collapsible sections, each showing the preset's value merged with the overrides. A valid edit
- * rewrites the overrides text; an invalid one stays in its input with the validator's message
- * beside it (and blocks Start through `onDrafts`), so nothing typed is lost. A whole-config error
- * that names a shown field (e.g. from the JSON box) is shown at that field too. Drafts are
- * dropped when the preset changes or the JSON text is edited by hand (`resetKey`).
+ * rewrites the overrides text (with what the form derives for settings it does not show,
+ * applyField); an invalid one stays in its input with the validator's message beside it and a
+ * reset to the preset's value (and blocks Start through `onDrafts`), so nothing typed is lost;
+ * while it does, a notice under the form says the JSON is not updated and what it keeps. A
+ * whole-config error that concerns a shown field (e.g. from the JSON box) is shown at that field
+ * too. Drafts are dropped when the preset changes or the JSON text is edited by hand (`resetKey`).
  */
 import { useEffect, useId, useMemo, useState } from 'react';
 import './setup.css';
-import { effective, fieldError, fieldOfError, getPath, parseField, SECTIONS, withOverride, type Field } from './fields';
+import {
+  applyField,
+  changedCount,
+  effective,
+  fieldError,
+  fieldOfError,
+  fieldView,
+  parseField,
+  SECTIONS,
+  staleNotice,
+  type Drafts,
+  type Field,
+} from './fields';
 
 interface Props {
   preset: string;
@@ -23,9 +37,6 @@ interface Props {
   /** how many fields hold text that is not a valid value (Start waits for none) */
   onDrafts(invalid: number): void;
 }
-
-/** text typed into a field: kept while it has focus (so "0." is not rewritten to "0"), and while it is invalid */
-type Drafts = Record<string, { text: string; error: string | null }>;
 
 function parseOverrides(text: string): Record<string, unknown> | null {
   if (!text.trim()) return {};
@@ -61,15 +72,16 @@ export function SettingsForm({ preset, overrides, onOverrides, configError, disa
   const drop = (f: Field): void => setDrafts(({ [f.path]: _gone, ...rest }) => rest);
   const commit = (f: Field, value: unknown): void => {
     drop(f);
-    onOverrides(JSON.stringify(withOverride(over, preset, f.path, value)));
+    onOverrides(JSON.stringify(applyField(over, preset, f.path, value)));
   };
   /** typed text: a valid value goes into the overrides at once, the text stays as typed until blur */
   const edit = (f: Field, text: string): void => {
     const parsed = parseField(f, text);
-    const error = parsed.error ?? fieldError(preset, f.path, parsed.value);
+    const error = parsed.error ?? fieldError(preset, f.path, parsed.value, over);
     setDrafts((d) => ({ ...d, [f.path]: { text, error } }));
-    if (error === null) onOverrides(JSON.stringify(withOverride(over, preset, f.path, parsed.value)));
+    if (error === null) onOverrides(JSON.stringify(applyField(over, preset, f.path, parsed.value)));
   };
+  const stale = staleNotice(preset, over, drafts);
   const blur = (f: Field): void => {
     if (drafts[f.path]?.error === null) drop(f);
   };
@@ -77,7 +89,7 @@ export function SettingsForm({ preset, overrides, onOverrides, configError, disa
   return (
     <div className="exp-settings" data-testid="exp-settings" data-invalid={invalid}>
       {SECTIONS.map((s) => {
-        const changed = s.fields.filter((f) => getPath(over, f.path) !== undefined).length;
+        const changed = changedCount(preset, over, s, drafts);
         const bad = s.fields.some((f) => drafts[f.path]?.error || errorField === f);
         return (
           <details
@@ -98,10 +110,9 @@ export function SettingsForm({ preset, overrides, onOverrides, configError, disa
               {s.fields.map((f) => {
                 const fid = `${id}-${f.path.replace(/\./g, '-')}`;
                 const draft = drafts[f.path];
-                const error = draft?.error ?? (errorField === f ? configError!.replace(/^config\.[\w.]+: /, '') : null);
-                const value = getPath(cfg, f.path);
-                const isChanged = getPath(over, f.path) !== undefined;
-                const describedBy = [f.hint ? `${fid}-hint` : '', error ? `${fid}-error` : ''].filter(Boolean).join(' ') || undefined;
+                const view = fieldView(preset, over, f, draft, configError);
+                const { value, error, hint } = view;
+                const describedBy = [hint ? `${fid}-hint` : '', error ? `${fid}-error` : ''].filter(Boolean).join(' ') || undefined;
                 const common = {
                   id: fid,
                   disabled,
@@ -110,7 +121,7 @@ export function SettingsForm({ preset, overrides, onOverrides, configError, disa
                   'data-testid': `exp-field-${f.path}`,
                 };
                 return (
-                  <div key={f.path} className={`exp-field${isChanged ? ' changed' : ''}`}>
+                  <div key={f.path} className={`exp-field${view.changed ? ' changed' : ''}${error ? ' invalid' : ''}`}>
                     <label htmlFor={fid}>{f.label}</label>
                     {f.kind === 'bool' ? (
                       <input type="checkbox" checked={value === true} onChange={(e) => commit(f, e.target.checked)} {...common} />
@@ -133,22 +144,23 @@ export function SettingsForm({ preset, overrides, onOverrides, configError, disa
                         {...common}
                       />
                     )}
-                    {(isChanged || f.hint) && (
+                    {(view.reset || hint) && (
                       <span className="exp-field-note">
-                        {isChanged && (
+                        {view.reset && (
                           <button
                             type="button"
                             className="link"
                             disabled={disabled}
-                            aria-label={`Reset ${f.label} to the preset's ${String(getPath(effective(preset, {}), f.path))}`}
-                            onClick={() => commit(f, getPath(effective(preset, {}), f.path))}
+                            aria-label={`Reset ${f.label} to the preset's ${String(view.presetValue)}`}
+                            data-testid={`exp-field-reset-${f.path}`}
+                            onClick={() => commit(f, view.presetValue)}
                           >
                             reset
                           </button>
                         )}{' '}
-                        {f.hint && (
+                        {hint && (
                           <span id={`${fid}-hint`} className="hint">
-                            {f.hint}
+                            {hint}
                           </span>
                         )}
                       </span>
@@ -165,6 +177,11 @@ export function SettingsForm({ preset, overrides, onOverrides, configError, disa
           </details>
         );
       })}
+      {stale && (
+        <p className="field-error exp-json-stale" role="status" data-testid="exp-json-stale">
+          {stale}
+        </p>
+      )}
     </div>
   );
 }

@@ -2,9 +2,15 @@
  * The Experiment panel's settings form: which config fields it shows, how a field's text becomes
  * an override, and each field's own error. The overrides object (what `coderl train --set`
  * takes) stays the one source of truth: the form edits paths in it, and a value equal to the
- * preset's removes the path again. A field is checked by resolving the preset with that one
- * override, so the form says exactly what the config validator (rl/config.ts) says, no second
- * copy of the rules.
+ * preset's removes the path again. A field is checked by resolving the preset with the current
+ * overrides and that field's new value, so the form says exactly what the config validator
+ * (rl/config.ts) says, no second copy of the rules.
+ *
+ * What the form does not show it derives (applyField: eval.k follows eval.samples), and an error
+ * about a setting it does not show is put at the field that causes it, in words naming that
+ * field (explainError). How each field looks (fieldView), how many a section has changed
+ * (changedCount) and the notice that the JSON lags an invalid field (staleNotice) are computed
+ * here, so the component only renders them.
  */
 import { mergeConfig, resolveConfig, RL_PRESETS, type RlConfig } from '../../rl/config';
 import { DEFAULT_REWARD } from '../../reward/reward';
@@ -168,24 +174,160 @@ export function parseField(f: Field, text: string): { value: number | string; er
   return { value: v, error: null };
 }
 
+/** A field by path (a path the form shows). */
+export function fieldAt(path: string): Field | undefined {
+  return FIELDS.find((f) => f.path === path);
+}
+
+/** "Section → Label": a field named where its label alone is ambiguous ("Learning rate" is in two sections). */
+export function fieldName(f: Field): string {
+  const s = SECTIONS.find((x) => x.fields.includes(f));
+  return s ? `${s.title} → ${f.label}` : f.label;
+}
+
 /**
- * The validator's word on `path` = `value` alone over the preset: null when it is fine, else the
- * message with the "config.<path>: " prefix cut. An error about another field that this value
- * causes (e.g. GRPO with one sample per prompt) is returned whole.
+ * `withOverride`, plus what the form derives for settings it does not show: setting
+ * eval.samples clamps the pass@k list eval.k to values <= samples ([1] when none is left), so a
+ * smaller sample count is never an error about a field the form hides. A k list that is the
+ * preset's (or a clamped prefix of it) follows the preset's again as samples grow; a k list of
+ * the user's own is only clamped.
  */
-export function fieldError(preset: string, path: string, value: unknown): string | null {
+export function applyField(overrides: unknown, preset: string, path: string, value: unknown): Record<string, unknown> {
+  const out = withOverride(overrides, preset, path, value);
+  if (path === 'eval.samples' && typeof value === 'number' && Number.isInteger(value) && value >= 1) {
+    const presetK = RL_PRESETS[preset]?.eval.k ?? [1];
+    const cur = getPath(effective(preset, out), 'eval.k');
+    const curK = Array.isArray(cur) ? (cur as unknown[]) : presetK;
+    const followsPreset = curK.length > 0 && curK.every((k, i) => presetK[i] === k);
+    const base = followsPreset ? presetK : curK;
+    const k = base.filter((x): x is number => typeof x === 'number' && x <= value);
+    return withOverride(out, preset, 'eval.k', k.length ? k : [1]);
+  }
+  return out;
+}
+
+/**
+ * A whole-config error (`config.<path>: ...`) as the form shows it: at the field it names, or,
+ * for a setting the form does not show, at the shown field that causes it, in a sentence naming
+ * that field; `field` is null when no shown field has to do with it (e.g. model.*).
+ */
+export function explainError(message: string): { field: Field | null; text: string } {
+  const m = /^config\.([\w.]+): ([\s\S]*)$/.exec(message);
+  if (!m) return { field: null, text: message };
+  const [, path, rest] = m as unknown as [string, string, string];
+  if (path === 'eval.k') {
+    const range = /in 1\.\.eval\.samples \((\d+)\), got ([\s\S]*)$/.exec(rest);
+    const text = range
+      ? `the pass@k list eval.k, set in the Overrides JSON, is ${range[2]}; every k must be a whole number from 1 to Samples per task (${range[1]}): raise Samples per task, or edit eval.k in the JSON`
+      : `the pass@k list eval.k, set in the Overrides JSON: ${rest}`;
+    return { field: fieldAt('eval.samples')!, text };
+  }
+  const grpo = /^GRPO needs groups of at least 2, got (\d+)$/.exec(rest);
+  if (path === 'rl.samplesPerPrompt' && grpo) {
+    return {
+      field: fieldAt(path)!,
+      text: `with Algorithm grpo, Samples per prompt is the group size and must be at least 2, got ${grpo[1]}: raise it, or set Algorithm to ppo`,
+    };
+  }
+  const field = fieldAt(path);
+  return field ? { field, text: rest } : { field: null, text: message };
+}
+
+function validatorError(preset: string, overrides: unknown): string | null {
   try {
-    resolveConfig(preset, withOverride({}, preset, path, value));
+    resolveConfig(preset, overrides);
     return null;
   } catch (e) {
-    const msg = errorText(e);
-    const own = `config.${path}: `;
-    return msg.startsWith(own) ? msg.slice(own.length) : msg;
+    return errorText(e);
   }
 }
 
-/** The field a whole-config error message names (`config.<path>: ...`), if the form shows it. */
+/**
+ * The validator's word on `path` = `value` over the preset and the current `overrides` (with
+ * what applyField derives): null when it is fine, or when the only error is one the overrides
+ * had already (the whole-config error shows that); else the message, for this field without
+ * the "config.<path>: " prefix, for another field (e.g. GRPO with one sample per prompt) naming
+ * the shown field.
+ */
+export function fieldError(preset: string, path: string, value: unknown, overrides: unknown = {}): string | null {
+  let msg = validatorError(preset, applyField(overrides, preset, path, value));
+  if (msg !== null && msg === validatorError(preset, overrides)) {
+    // the overrides' own error (checked first) may hide this value's: check the value alone, for its own range only
+    const alone = validatorError(preset, applyField({}, preset, path, value));
+    msg = alone?.startsWith(`config.${path}: must be`) ? alone : null;
+  }
+  if (msg === null) return null;
+  const { field, text } = explainError(msg);
+  if (!field || field.path === path) return text;
+  return `${fieldName(field)}: ${text}`;
+}
+
+/** The field a whole-config error message is shown at (explainError), if any. */
 export function fieldOfError(message: string): Field | null {
-  const m = /^config\.([\w.]+): /.exec(message);
-  return (m && FIELDS.find((f) => f.path === m[1])) ?? null;
+  return explainError(message).field;
+}
+
+/** Text typed into a field: kept while it has focus (so "0." is not rewritten to "0"), and while it is invalid. */
+export interface Draft {
+  text: string;
+  error: string | null;
+}
+
+export type Drafts = Record<string, Draft>;
+
+/** The preset's own value of a field. */
+export function presetValue(preset: string, f: Field): unknown {
+  return getPath(RL_PRESETS[preset], f.path);
+}
+
+/** Whether a field differs from the preset: its value does, or it holds invalid text (a change not yet in the overrides). */
+export function isChanged(preset: string, overrides: unknown, f: Field, draft?: Draft): boolean {
+  if (draft && draft.error !== null) return true;
+  return JSON.stringify(getPath(effective(preset, overrides), f.path)) !== JSON.stringify(presetValue(preset, f));
+}
+
+/** How many fields of a section differ from the preset (for its "n changed"). */
+export function changedCount(preset: string, overrides: unknown, s: Section, drafts: Drafts): number {
+  return s.fields.filter((f) => isChanged(preset, overrides, f, drafts[f.path])).length;
+}
+
+export interface FieldView {
+  /** the value shown (a draft's text wins in the input) */
+  value: unknown;
+  error: string | null;
+  changed: boolean;
+  /** offer a reset to the preset's value: the field is changed, or shows an error */
+  reset: boolean;
+  presetValue: unknown;
+  /** the field's hint, with what the form derives from it */
+  hint: string | undefined;
+}
+
+/** What one field shows: value, error (its draft's, else the whole-config error explained at it), change mark, reset. */
+export function fieldView(preset: string, overrides: unknown, f: Field, draft: Draft | undefined, configError: string | null): FieldView {
+  const cfg = effective(preset, overrides);
+  const explained = configError ? explainError(configError) : null;
+  const error = draft?.error ?? (explained?.field === f ? explained.text : null);
+  const changed = isChanged(preset, overrides, f, draft);
+  const k = f.path === 'eval.samples' ? getPath(cfg, 'eval.k') : undefined;
+  const hint = Array.isArray(k)
+    ? [f.hint, `pass@k is reported for k = ${k.join(', ')} (a smaller count drops the larger k)`].filter(Boolean).join('; ')
+    : f.hint;
+  return { value: getPath(cfg, f.path), error, changed, reset: changed || error !== null, presetValue: presetValue(preset, f), hint };
+}
+
+/**
+ * Why the Overrides JSON does not match the form, or null when it does: while a field holds
+ * invalid text its change is not in the JSON, which keeps the last valid value; this says so,
+ * naming each such field and the value the JSON keeps.
+ */
+export function staleNotice(preset: string, overrides: unknown, drafts: Drafts): string | null {
+  const cfg = effective(preset, overrides);
+  const stale = FIELDS.filter((f) => drafts[f.path] && drafts[f.path]!.error !== null).map((f) => {
+    const kept = getPath(cfg, f.path);
+    const whose = JSON.stringify(kept) === JSON.stringify(presetValue(preset, f)) ? "the preset's" : 'your last valid value';
+    return `${fieldName(f)} holds "${drafts[f.path]!.text}", so the JSON keeps ${f.path} at ${JSON.stringify(kept)} (${whose})`;
+  });
+  if (!stale.length) return null;
+  return `Overrides (JSON) not updated: ${stale.join('; ')}. Fix or reset ${stale.length === 1 ? 'that field' : 'those fields'} and the JSON follows.`;
 }
