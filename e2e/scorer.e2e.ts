@@ -1,10 +1,41 @@
 import { describe, expect, test } from 'vitest';
+import type { Page } from 'playwright-core';
 import { chromiumSession } from './browser';
+import { writeOpfsRun } from './run-fixture';
 import { score, statuses, total } from './scorer-fixture';
+import type { RolloutRecord } from '../src/rl/ppo-loop';
+import type { RewardComponent } from '../src/reward/reward';
 
 const open = chromiumSession();
 
 const REFERENCE_TOTAL_MIN = 1;
+
+/** Waits for Monaco in the Reward panel: it replaces the textarea (which stays, visually hidden). */
+async function monacoShown(page: Page): Promise<void> {
+  await page.getByTestId('scorer-monaco').locator('.monaco-editor').waitFor({ timeout: 60_000 });
+}
+
+/** Text with runs of whitespace as one space: Monaco indents typed lines as an editor does. */
+const words = (text: string): string => text.replace(/\s+/g, ' ').trim();
+
+/** Types `text` over the whole completion in Monaco (which indents new lines) and scores it with Ctrl+Enter there. */
+async function typeAndScore(page: Page, text: string): Promise<string> {
+  const seq = Number((await page.getByTestId('scorer-result').getAttribute('data-seq')) ?? 0);
+  await page.getByTestId('scorer-monaco').locator('.view-lines').click();
+  await page.keyboard.press('Control+A');
+  await page.keyboard.insertText(text);
+  // Monaco's text is the store's: the fallback textarea holds it too
+  await expect.poll(async () => words(await page.getByTestId('scorer-completion').inputValue())).toBe(words(text));
+  await page.keyboard.press('Control+Enter');
+  await expect
+    .poll(async () => Number(await page.getByTestId('scorer-result').getAttribute('data-seq')), { timeout: 60_000 })
+    .toBe(seq + 1);
+  return ((await page.getByTestId('scorer-verdict').textContent()) ?? '').trim();
+}
+
+/** The markers Monaco shows in the completion, by their squiggle class. */
+const squiggles = (page: Page, severity: 'error' | 'warning' | 'info'): Promise<number> =>
+  page.getByTestId('scorer-monaco').locator(`.squiggly-${severity}`).count();
 
 describe('the scratch scorer in the Reward panel', () => {
   test('scores the reference, failing, tampering, looping and unparsable completions', async () => {
@@ -27,9 +58,10 @@ describe('the scratch scorer in the Reward panel', () => {
     expect(await page.getByTestId('scorer-error').count()).toBe(0);
     await panel.screenshot({ path: (await screenshot('scorer-reference')).replace('.png', '-panel.png') });
 
-    // (2) a completion that fails some tests, scored with Ctrl+Enter; it also has a lint finding
-    const wrong = await score(page, '  var unused = 1;\n  return true;\n};\n', true);
-    expect(wrong.verdict).toBe('failed');
+    // (2) a completion that fails some tests, typed into Monaco and scored with Ctrl+Enter there; it also has lint findings
+    await monacoShown(page);
+    expect(await page.getByTestId('scorer-monaco').getAttribute('data-marker-count')).toBe('0');
+    expect(await typeAndScore(page, '  var unused = 1;\n  return true;\n};\n')).toBe('failed');
     const s = await statuses(page);
     expect(s.filter((x) => x === 'passed').length).toBe(4);
     expect(s.filter((x) => x === 'failed').length).toBe(2);
@@ -39,6 +71,19 @@ describe('the scratch scorer in the Reward panel', () => {
     expect(lint).toMatch(/no-var/);
     const first = page.getByTestId('scorer-lint').locator('tbody tr').first().locator('td');
     expect(await first.nth(0).textContent()).toBe('1'); // var is on the completion's first line
+    // the lint heading counts the rows it lists, and the reward's lint detail agrees with them
+    const rows = await page.getByTestId('scorer-lint').locator('tbody tr').count();
+    const summary = (await page.getByTestId('scorer-lint-summary').textContent()) ?? '';
+    expect(summary).toMatch(new RegExp(`^Lint and metrics: ${rows} findings? \\(`));
+    const detail = (await page.locator('[data-testid="scorer-reward"] tr[data-component="lint"] td').last().textContent()) ?? '';
+    expect(detail).toMatch(/^\d+ findings? \(.*\) from ESLint in the completion, weighted /);
+    expect(detail).not.toMatch(/all diagnostics/);
+    // the findings are markers at their lines in Monaco: one per lint row
+    expect(Number(await page.getByTestId('scorer-monaco').getAttribute('data-marker-count'))).toBe(rows);
+    await expect.poll(() => squiggles(page, 'info').then(async (n) => n + (await squiggles(page, 'warning')))).toBeGreaterThan(0);
+    // an assertion wraps between words, in monospace
+    const code = page.getByTestId('scorer-tests').locator('code').first();
+    expect(await code.evaluate((e) => [getComputedStyle(e).whiteSpace, getComputedStyle(e).wordBreak])).toEqual(['pre-wrap', 'normal']);
     await screenshot('scorer-failed');
 
     // (3) tampering with console.assert earns no test credit
@@ -72,8 +117,90 @@ describe('the scratch scorer in the Reward panel', () => {
     expect(await page.getByTestId('scorer-ast-errors').textContent()).toMatch(/^line 1: /);
     expect(await page.getByTestId('scorer-completion').inputValue()).toBe(broken);
     expect(await page.getByTestId('scorer-error').count()).toBe(0);
+    // the one reason is said once, above the table; the rows give their status only
+    expect(await statuses(page)).toEqual(Array(6).fill('error'));
+    const reason = (await page.getByTestId('scorer-message').textContent()) ?? '';
+    expect(reason).toMatch(/^Every test failed to run: \S/);
+    expect(await page.getByTestId('scorer-message').count()).toBe(1);
+    expect(await page.getByTestId('scorer-tests').textContent()).not.toContain(reason.replace('Every test failed to run: ', ''));
+    // the syntax error is a marker in Monaco, which holds the completion typed into the textarea
+    expect(Number(await page.getByTestId('scorer-monaco').getAttribute('data-marker-errors'))).toBeGreaterThan(0);
+    await expect.poll(() => squiggles(page, 'error')).toBeGreaterThan(0);
+    // (Monaco renders spaces as U+00A0)
+    expect((await page.getByTestId('scorer-monaco').locator('.view-lines').textContent())?.replace(/\u00a0/g, ' ')).toContain(
+      'return text ===',
+    );
     await screenshot('scorer-syntax-error');
+    // editing clears the markers of the old score, and undoing back to it brings them again
+    await page.getByTestId('scorer-monaco').locator('.view-lines').click();
+    await page.keyboard.press('Control+End');
+    await page.keyboard.insertText('zz');
+    await expect.poll(() => page.getByTestId('scorer-monaco').getAttribute('data-marker-count')).toBe('0');
+    await page.keyboard.press('Control+Z');
+    await expect.poll(() => page.getByTestId('scorer-completion').inputValue()).toBe(broken);
+    expect(Number(await page.getByTestId('scorer-monaco').getAttribute('data-marker-errors'))).toBeGreaterThan(0);
 
+    expect(errors).toEqual([]);
+  });
+
+  test('follows the rollout selected in the Rollouts panel, with a tab back to the scratch scorer', async () => {
+    const { page, errors, screenshot } = await open();
+    await page.setViewportSize({ width: 1280, height: 720 });
+    await page.getByTestId('rollouts-run').waitFor({ timeout: 60_000 });
+    const panel = page.getByTestId('panel-reward');
+    expect(await panel.getByTestId('scorer').getAttribute('data-view')).toBe('scratch');
+    expect(await panel.getByRole('tab').count()).toBe(0);
+    expect(await panel.textContent()).toContain(
+      'Select a rollout in the Rollouts panel to see its reward breakdown and tests here instead.',
+    );
+    await writeOpfsRun(page, RUN, runFiles());
+    await page.reload();
+    await expect.poll(() => page.getByTestId('rollouts-run').locator('option').allTextContents(), { timeout: 60_000 }).toContain(RUN);
+    await page.getByTestId('rollouts-run').selectOption(RUN);
+    await expect.poll(() => page.getByTestId('rollout-row').count(), { timeout: 30_000 }).toBe(RECORDS.length);
+    const row = (i: number) => page.locator(`[data-testid="rollout-row"][data-index="${i}"]`);
+
+    // (1) the passing sample: its breakdown and tests, headed by what it is
+    await row(1).click();
+    await expect.poll(() => panel.getByTestId('scorer').getAttribute('data-view')).toBe('rollout');
+    expect(await panel.getByTestId('scorer-rollout-head').textContent()).toBe(`Selected rollout: iteration 1, ${TASK.task_id}, sample 2`);
+    const breakdown = panel.getByTestId('scorer-rollout-breakdown');
+    expect(Number(await breakdown.getAttribute('data-recorded-total'))).toBeCloseTo(RECORDS[1]!.reward.total, 6);
+    expect(await breakdown.locator('tbody tr').count()).toBe(RECORDS[1]!.reward.components.length);
+    const tests = panel.getByTestId('scorer-rollout-tests');
+    expect(await tests.locator('tbody tr').evaluateAll((r) => r.map((e) => e.getAttribute('data-status')))).toEqual([
+      'passed',
+      'passed',
+      'passed',
+    ]);
+    expect(await panel.getByTestId('scorer-completion').isVisible()).toBe(false);
+    await panel.screenshot({ path: await screenshot('scorer-rollout-passed') });
+
+    // (2) the broken sample: its one syntax error is said once, in the Reward panel and in the rollout view
+    await row(0).click();
+    await expect
+      .poll(() => panel.getByTestId('scorer-rollout-head').textContent())
+      .toBe(`Selected rollout: iteration 1, ${TASK.task_id}, sample 1`);
+    expect(await tests.getByTestId('tests-shared-failure').textContent()).toBe(`Every test failed to run: ${SYNTAX}`);
+    expect(((await tests.textContent()) ?? '').split(SYNTAX).length - 1).toBe(1);
+    const view = page.getByTestId('rollout-tests');
+    await view.waitFor({ timeout: 60_000 });
+    expect(((await view.textContent()) ?? '').split(SYNTAX).length - 1).toBe(1);
+    await panel.screenshot({ path: await screenshot('scorer-rollout-error') });
+
+    // (3) the tab back to the scratch scorer, which works there; a new selection shows the rollout again
+    await panel.getByRole('tab', { name: 'Score your own completion' }).click();
+    expect(await panel.getByTestId('scorer').getAttribute('data-view')).toBe('scratch');
+    expect(await panel.getByTestId('scorer-rollout').count()).toBe(0);
+    expect(await panel.textContent()).toContain('The rollout selected in the Rollouts panel is under “Selected rollout”.');
+    expect((await score(page, null)).verdict).toBe('passed');
+    await panel.screenshot({ path: await screenshot('scorer-rollout-scratch-tab') });
+    await row(1).click();
+    await expect.poll(() => panel.getByTestId('scorer').getAttribute('data-view')).toBe('rollout');
+    await panel.getByRole('tab', { name: 'Score your own completion' }).click();
+    expect(await page.getByTestId('scorer-verdict').textContent()).toBe('passed'); // the scratch result is kept
+    await panel.getByRole('tab', { name: 'Selected rollout' }).click();
+    expect(await panel.getByTestId('scorer-rollout-head').textContent()).toContain('sample 2');
     expect(errors).toEqual([]);
   });
 
@@ -148,3 +275,84 @@ describe('the scratch scorer in the Reward panel', () => {
     expect(errors.filter((e) => !/404|tree-sitter/.test(e))).toEqual([]);
   });
 });
+
+const RUN = 'e2e-scorer-rollouts';
+const TASK = {
+  task_id: 'e2e/add',
+  language: 'javascript',
+  prompt: '/** Returns a + b. */\nfunction add(a, b) {\n',
+  entry_point: 'add',
+  tests: 'console.assert(add(1, 2) === 3);\nconsole.assert(add(-1, 1) === 0);\nconsole.assert(add(2, 2) === 4);\n',
+};
+const SYNTAX = "SyntaxError: unexpected token in expression: ';'";
+const ASSERTS = TASK.tests.trim().split('\n');
+
+function component(name: string, sign: 1 | -1, weight: number, raw: number, detail: string): RewardComponent {
+  return { name, sign, weight, raw, contribution: sign * weight * raw, detail };
+}
+
+/** A hand-made rollout of iteration 1 (0 in the record, as ppo-loop writes it; file iter-0001), group 0: prompt, completion, tokens and their numbers, reward and tests. */
+function rollout(completion: string, passed: boolean): RolloutRecord {
+  const tokens = completion.match(/\s*\S+|\s+/g)!;
+  const n = tokens.length;
+  const components = [
+    component('test_pass', 1, 1, passed ? 1 : 0, `${passed ? 3 : 0}/3 tests passed`),
+    component('all_pass', 1, 0.5, passed ? 1 : 0, passed ? 'every test passed' : 'verdict error'),
+    component('ast_valid', 1, 0.1, passed ? 1 : 0, passed ? 'no syntax errors' : '1 syntax error(s)'),
+    component('lint', -1, 0.02, passed ? 0 : 1, 'lint'),
+    component('complexity', -1, 0.02, 0, 'max cyclomatic complexity 1'),
+    component('length', -1, 0.1, 0, `${n} tokens`),
+  ];
+  const total = components.reduce((a, c) => a + c.contribution, 0);
+  const message = `the program failed before the tests: ${SYNTAX}`;
+  return {
+    iteration: 0,
+    task_id: TASK.task_id,
+    group: 0,
+    turn: 1,
+    prompt: TASK.prompt,
+    completion,
+    tokens,
+    ids: tokens.map((_, i) => 100 + i),
+    logprobs: tokens.map((_, i) => -0.2 - i / 10),
+    entropies: tokens.map(() => 0.5),
+    ref_logprobs: tokens.map((_, i) => -0.25 - i / 10),
+    values: tokens.map(() => 0),
+    advantages: tokens.map(() => (passed ? 0.7 : -0.7)),
+    returns: tokens.map(() => total),
+    raw_advantages: tokens.map(() => (passed ? 0.5 : -0.5)),
+    score: total,
+    reward: { total, components },
+    passed,
+    verdict: passed ? 'passed' : 'error',
+    tests_passed: passed ? 3 : 0,
+    tests_total: 3,
+    tests: ASSERTS.map((source, i) =>
+      passed
+        ? { name: `assert ${i + 1}`, status: 'passed' as const, line: i + 1, source, evaluations: 1 }
+        : {
+            name: `assert ${i + 1}`,
+            status: 'error' as const,
+            line: i + 1,
+            source,
+            evaluations: 0,
+            message,
+            location: { in: 'completion' as const, line: 1 },
+          },
+    ),
+    ...(passed ? {} : { message: SYNTAX }),
+    ast_valid: passed,
+    finish: 'stop',
+  };
+}
+
+const RECORDS = [rollout('  return a + ;\n}\n', false), rollout('  return a + b;\n}\n', true)];
+
+/** The files of a stored run with one iteration of rollouts (what the Rollouts panel reads). */
+function runFiles(): Record<string, Uint8Array> {
+  const enc = (s: string) => new TextEncoder().encode(s);
+  return {
+    'rollouts/iter-0001.jsonl': enc(RECORDS.map((r) => JSON.stringify(r)).join('\n') + '\n'),
+    'tasks/rl.jsonl': enc(JSON.stringify(TASK) + '\n'),
+  };
+}

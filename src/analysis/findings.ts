@@ -70,3 +70,19 @@ export function rebaseToCompletion(
   }
   return out;
 }
+
+const SEVERITY_NOUN: Record<Severity, [string, string]> = {
+  error: ['error', 'errors'],
+  warning: ['warning', 'warnings'],
+  info: ['info', 'info'],
+};
+
+/** "no findings", "1 finding (1 error)", "3 findings (2 errors, 1 info)": counts by severity, errors first. */
+export function findingSummary(findings: readonly Pick<Finding, 'severity'>[]): string {
+  if (findings.length === 0) return 'no findings';
+  const parts = (['error', 'warning', 'info'] as const).flatMap((sev) => {
+    const n = findings.filter((f) => f.severity === sev).length;
+    return n ? [`${n} ${SEVERITY_NOUN[sev][n === 1 ? 0 : 1]}`] : [];
+  });
+  return `${findings.length} finding${findings.length === 1 ? '' : 's'} (${parts.join(', ')})`;
+}

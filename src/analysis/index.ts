@@ -14,6 +14,7 @@ import { computeMetrics, type CodeMetrics, type Thresholds } from './metrics';
 import type { WasmLoader } from './treesitter';
 
 export type { Finding, Severity, FindingSource, ScorerResult } from './findings';
+export { findingSummary } from './findings';
 export type { SyntaxCheck, SyntaxIssue, OutlineNode } from './ast';
 export type { CodeMetrics, Thresholds } from './metrics';
 export type { FunctionMetrics } from './complexity';

@@ -4,7 +4,7 @@
  * subtract weight * raw (all weights are >= 0). The RL pipeline appends the reward-model score
  * and the KL penalty as further components.
  */
-import type { AnalysisResult } from '../analysis';
+import { findingSummary, type AnalysisResult } from '../analysis';
 import type { Verdict } from '../sandbox/result';
 
 export interface RewardConfig {
@@ -121,13 +121,19 @@ export function computeReward(
     );
     let weighted = 0;
     for (const f of analysis.lint) weighted += SEVERITY_WEIGHT[f.severity];
-    const c = analysis.counts;
+    // what the penalty counts: ESLint's findings in the completion (syntax errors are ast_valid's)
+    const what = `${findingSummary(analysis.lint)} from ESLint in the completion`;
+    const w = Number(weighted.toFixed(3));
     add(
       'lint',
       -1,
       cfg.lint,
       Math.min(cfg.lintCap, weighted),
-      `${analysis.lint.length} finding(s) in the completion (weighted ${weighted}, cap ${cfg.lintCap}); all diagnostics: ${c.error} error, ${c.warning} warning, ${c.info} info`,
+      !analysis.lint.length
+        ? what
+        : weighted >= cfg.lintCap
+          ? `${what}, weighted ${w}: capped at ${cfg.lintCap}`
+          : `${what}, weighted ${w} (cap ${cfg.lintCap})`,
     );
     const over = Math.max(0, analysis.metrics.maxCyclomatic - cfg.complexityFree);
     add(

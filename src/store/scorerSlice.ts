@@ -8,7 +8,7 @@
  * completion text lives in the store and is never touched by scoring.
  */
 import type { StateCreator } from 'zustand';
-import type { AnalysisResult, Analyzer } from '../analysis';
+import type { AnalysisResult, Analyzer, Finding } from '../analysis';
 import { computeReward, DEFAULT_REWARD, type RewardBreakdown } from '../reward/reward';
 import type { SandboxPool } from '../sandbox/pool';
 import type { JobTask } from '../sandbox/protocol';
@@ -79,6 +79,54 @@ export function getAnalyzer(): Promise<Analyzer> {
 }
 
 const message = (e: unknown): string => errorText(e);
+
+/** A place in the scored completion to mark in its editor: character offsets into the completion. */
+export interface ScratchMark {
+  start: number;
+  end: number;
+  severity: Finding['severity'];
+  message: string;
+  /** tree-sitter, eslint, metrics or sandbox */
+  source: string;
+  code: string;
+}
+
+/** Offsets of line `line` (1-based, clamped) of `text`, from its first non-blank character to its end. */
+export function lineSpan(text: string, line: number): { start: number; end: number } {
+  let start = 0;
+  for (let l = 1; l < line; l++) {
+    const nl = text.indexOf('\n', start);
+    if (nl === -1) break;
+    start = nl + 1;
+  }
+  const nl = text.indexOf('\n', start);
+  const end = nl === -1 ? text.length : nl;
+  const lead = /^[ \t]*/.exec(text.slice(start, end))![0].length;
+  return { start: start + lead < end ? start + lead : start, end };
+}
+
+/**
+ * The marks of a score in its completion (the editor holds the completion alone, and every
+ * offset of the analysis is one into the completion: analyze() shifts tree-sitter's issues by
+ * the prompt's length and re-bases ESLint's and the metrics' findings on the completion): every
+ * diagnostic (syntax errors, lint, metrics), and the line the run failed at when the sandbox
+ * places it in the completion, unless tree-sitter already marks a syntax error.
+ */
+export function scratchMarks(r: Pick<ScratchScore, 'analysis' | 'run' | 'completion'>): ScratchMark[] {
+  const marks: ScratchMark[] = (r.analysis?.diagnostics ?? []).map((f) => ({
+    start: f.start,
+    end: f.end,
+    severity: f.severity,
+    message: f.message,
+    source: f.source === 'ast' ? 'tree-sitter' : f.source,
+    code: f.ruleId,
+  }));
+  const loc = r.run.location;
+  if (loc?.in === 'completion' && r.run.message && r.analysis?.ast.valid !== false) {
+    marks.push({ ...lineSpan(r.completion, loc.line), severity: 'error', message: r.run.message, source: 'sandbox', code: r.run.verdict });
+  }
+  return marks;
+}
 
 async function runProgram(lang: ScratchLanguage, completion: string): Promise<RunResult> {
   return runInSandbox(SCRATCH_TASKS[lang].task, completion);

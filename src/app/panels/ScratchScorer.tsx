@@ -1,16 +1,33 @@
 /**
- * Scores a hand-written completion of the built-in task (tasks/scratch.ts: JavaScript or Python) with the CLI's
- * sandbox, analysis and reward: the verdict, each test, the syntax check, the lint findings
- * and the reward breakdown. The completion is edited in a plain textarea (a second Monaco
- * editor would load the 2.7 MB editor core just for this); Ctrl/Cmd+Enter scores.
+ * The Reward panel. With a rollout selected in the Rollouts panel it shows that rollout's reward
+ * breakdown and tests (rollout/panes.tsx, as the Code panel's Rollout tab does; an edit rescored
+ * there is shown here too), with a tab back to the scratch scorer; with none, the scratch scorer.
+ *
+ * The scratch scorer scores a hand-written completion of the built-in task (tasks/scratch.ts:
+ * JavaScript or Python) with the CLI's sandbox, analysis and reward: the verdict, each test, the
+ * syntax check, the lint findings and the reward breakdown. The completion is edited in Monaco
+ * (loaded lazily, as the rollout views load it: rollout/monaco.ts), with the score's findings and
+ * syntax errors as markers; until Monaco is there (or if it fails to load) a plain textarea does
+ * the job, and it stays in the page visually hidden, bound to the same text, as a plain-text
+ * fallback. Ctrl/Cmd+Enter scores in either.
  */
-import { useId, type KeyboardEvent } from 'react';
+import { useEffect, useId, useMemo, useRef, useState, type KeyboardEvent } from 'react';
+import type * as M from 'monaco-editor';
 import type { Finding } from '../../analysis';
+import { groupKey } from '../../lab/whatif';
+import { sampleNumber } from '../../lab/compare';
 import type { RewardBreakdown } from '../../reward/reward';
-import type { TestResult } from '../../sandbox/result';
+import type { RolloutRecord } from '../../rl/ppo-loop';
 import { useLab } from '../../store';
-import type { ScratchScore } from '../../store/scorerSlice';
+import { detailOf } from '../../store/rolloutSlice';
+import { findingSummary } from '../../analysis';
+import { scratchMarks, type ScratchScore } from '../../store/scorerSlice';
 import { SCRATCH_TASKS, type ScratchLanguage } from '../../tasks/scratch';
+import { errorText } from '../../util/errors';
+import { loadRolloutMonaco, type MonacoApi } from '../rollout/monaco';
+import { offsetRange } from '../rollout/monaco-adapter';
+import { Breakdown, sharedFailure, TestTable, Tests } from '../rollout/panes';
+import './scorer.css';
 
 /** 1-based line of a character offset in `text`. */
 export function lineAt(text: string, offset: number): number {
@@ -21,32 +38,115 @@ export function lineAt(text: string, offset: number): number {
 
 const fmt = (x: number | null, digits = 3): string => (x === null ? '—' : x.toFixed(digits));
 
+/** The rollout selected in the Rollouts panel, if any. */
+const selectedRecord = (s: ReturnType<typeof useLab.getState>): RolloutRecord | null =>
+  s.rollouts.selected === null ? null : (s.rollouts.records[s.rollouts.selected] ?? null);
+
 export function ScratchScorer() {
+  const record = useLab(selectedRecord);
+  // the scratch tab chosen for this selection; a new selection shows the rollout again
+  const [scratchFor, setScratchFor] = useState<{ record: RolloutRecord | null; scratch: boolean }>({ record, scratch: false });
+  if (scratchFor.record !== record) setScratchFor({ record, scratch: false });
+  const showRollout = record !== null && !(scratchFor.record === record && scratchFor.scratch);
+
+  return (
+    <div className="scorer" data-testid="scorer" data-view={showRollout ? 'rollout' : 'scratch'}>
+      {record && (
+        <div role="tablist" aria-label="Reward view" className="tabs scorer-tabs">
+          <button
+            role="tab"
+            type="button"
+            aria-selected={showRollout}
+            onClick={() => setScratchFor({ record, scratch: false })}
+            data-testid="reward-tab-rollout"
+          >
+            Selected rollout
+          </button>
+          <button
+            role="tab"
+            type="button"
+            aria-selected={!showRollout}
+            onClick={() => setScratchFor({ record, scratch: true })}
+            data-testid="reward-tab-scratch"
+          >
+            Score your own completion
+          </button>
+        </div>
+      )}
+      {record && showRollout && <SelectedRollout record={record} />}
+      {/* kept mounted under the rollout: the editor keeps its text, undo and result */}
+      <div className="scorer-scratch" hidden={showRollout}>
+        <Scratch rolloutSelected={record !== null} />
+      </div>
+    </div>
+  );
+}
+
+// ---------------------------------------------------------------------------------------------
+// The selected rollout
+
+function SelectedRollout({ record }: { record: RolloutRecord }) {
+  const records = useLab((s) => s.rollouts.records);
+  const weights = useLab((s) => s.rollouts.weights);
+  const detail = useLab((s) => detailOf(s, record));
+  const { k, of } = useMemo(() => {
+    const key = groupKey(record);
+    return sampleNumber({ record, peers: records.filter((r) => groupKey(r) === key) });
+  }, [record, records]);
+  const edited = detail?.edit.result ?? null;
+  const ctx = detail?.context;
+  const task = ctx && 'ok' in ctx ? ctx.ok.tasks.get(record.task_id) : undefined;
+  return (
+    <div
+      className="scorer-rollout rv-side"
+      data-testid="scorer-rollout"
+      data-iteration={record.iteration + 1}
+      data-task={record.task_id}
+      data-sample={k}
+    >
+      <h3 className="scorer-rollout-head" data-testid="scorer-rollout-head">
+        Selected rollout: iteration {record.iteration + 1}, {record.task_id}, sample {k}
+      </h3>
+      <p className="hint">
+        Sample {k} of {of} for this prompt{record.turn === 2 ? ' (a repair turn)' : ''} · verdict <strong>{record.verdict}</strong> · the
+        reward as recorded{weights ? ' and under the what-if weights' : ''}
+        {edited ? ', and of the completion edited in the Code panel' : ''}.
+      </p>
+      <Breakdown record={record} weights={weights} edited={edited} testId="scorer-rollout-breakdown" />
+      <Tests
+        tests={edited?.tests ?? record.tests ?? []}
+        edited={edited !== null}
+        record={record}
+        prompt={detail?.prompt ?? record.prompt}
+        entryPoint={task?.entry_point}
+        testId="scorer-rollout-tests"
+      />
+    </div>
+  );
+}
+
+// ---------------------------------------------------------------------------------------------
+// The scratch scorer
+
+function Scratch({ rolloutSelected }: { rolloutSelected: boolean }) {
   const language = useLab((s) => s.scorer.language);
   const completion = useLab((s) => s.scorer.completion);
   const busy = useLab((s) => s.scorer.busy);
   const result = useLab((s) => s.scorer.result);
   const error = useLab((s) => s.scorer.error);
-  const setCompletion = useLab((s) => s.setScratchCompletion);
   const reset = useLab((s) => s.resetScratchCompletion);
   const score = useLab((s) => s.scoreScratch);
   const setLanguage = useLab((s) => s.setScratchLanguage);
-  const editorId = useId();
   const taskId = useId();
   const task = SCRATCH_TASKS[language].task;
 
-  const onKeyDown = (e: KeyboardEvent<HTMLTextAreaElement>): void => {
-    if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) {
-      e.preventDefault();
-      void score();
-    }
-  };
-
   return (
-    <div className="scorer" data-testid="scorer">
+    <>
       <p className="hint">
-        Score a completion of a built-in task here with the CLI's sandbox, analysis and reward; a selected rollout's breakdown will appear
-        here too.
+        Scores your completion of a built-in task with the CLI's sandbox, static analysis and reward.{' '}
+        {rolloutSelected
+          ? 'The rollout selected in the Rollouts panel is under “Selected rollout”.'
+          : 'Select a rollout in the Rollouts panel to see its reward breakdown and tests here instead.'}
       </p>
       <div className="scorer-row">
         <label htmlFor={taskId}>Task</label>
@@ -72,17 +172,7 @@ export function ScratchScorer() {
         </pre>
         <pre className="scorer-code">{task.tests}</pre>
       </details>
-      <label htmlFor={editorId}>Completion (follows the prompt)</label>
-      <textarea
-        id={editorId}
-        className="scorer-editor"
-        data-testid="scorer-completion"
-        spellCheck={false}
-        rows={6}
-        value={completion}
-        onChange={(e) => setCompletion(e.target.value)}
-        onKeyDown={onKeyDown}
-      />
+      <CompletionEditor />
       <div className="scorer-row">
         <button type="button" onClick={() => void score()} disabled={busy} data-testid="scorer-score">
           {busy ? 'Scoring…' : 'Score'}
@@ -98,12 +188,189 @@ export function ScratchScorer() {
         </p>
       )}
       {result && <ScoreView r={result} stale={result.completion !== completion} />}
+    </>
+  );
+}
+
+/** Monaco's language id of a scratch task's language. */
+const monacoLanguage = (l: ScratchLanguage): string => (l === 'python' ? 'python' : 'javascript');
+const LINE_HEIGHT = 18;
+const MIN_LINES = 6;
+const MAX_LINES = 18;
+
+const SEVERITY: Record<Finding['severity'], M.MarkerSeverity> = {
+  error: 8 satisfies M.MarkerSeverity,
+  warning: 4 satisfies M.MarkerSeverity,
+  info: 2 satisfies M.MarkerSeverity,
+};
+
+/**
+ * The completion: Monaco once it has loaded, the textarea until then (and if it cannot load).
+ * The textarea stays in the page, visually hidden and bound to the same text (the store's
+ * completion), as a plain-text fallback; the label focuses whichever is shown.
+ */
+function CompletionEditor() {
+  const language = useLab((s) => s.scorer.language);
+  const completion = useLab((s) => s.scorer.completion);
+  const result = useLab((s) => s.scorer.result);
+  const setCompletion = useLab((s) => s.setScratchCompletion);
+  const score = useLab((s) => s.scoreScratch);
+  const textareaId = useId();
+  const host = useRef<HTMLDivElement>(null);
+  const editor = useRef<M.editor.IStandaloneCodeEditor | null>(null);
+  const [monaco, setMonaco] = useState<MonacoApi | null>(null);
+  const [loadError, setLoadError] = useState<string | null>(null);
+
+  useEffect(() => {
+    let live = true;
+    loadRolloutMonaco().then(
+      (m) => live && setMonaco(m),
+      (e: unknown) => live && setLoadError(errorText(e)),
+    );
+    return () => {
+      live = false;
+    };
+  }, []);
+
+  // the editor: created once Monaco is there, with the store's text
+  useEffect(() => {
+    const el = host.current;
+    if (!monaco || !el) return;
+    const st = useLab.getState().scorer;
+    const model = monaco.editor.createModel(st.completion, monacoLanguage(st.language));
+    const ed = monaco.editor.create(el, {
+      model,
+      ariaLabel: 'Completion editor: the code after the task prompt; Ctrl/Cmd+Enter scores it',
+      automaticLayout: true,
+      fixedOverflowWidgets: true,
+      minimap: { enabled: false },
+      fontSize: 12,
+      lineHeight: LINE_HEIGHT,
+      lineNumbersMinChars: 3,
+      lineDecorationsWidth: 6,
+      glyphMargin: false,
+      folding: false,
+      renderLineHighlight: 'none',
+      overviewRulerLanes: 0,
+      hideCursorInOverviewRuler: true,
+      scrollBeyondLastLine: false,
+      scrollbar: { alwaysConsumeMouseWheel: false, verticalScrollbarSize: 8, horizontalScrollbarSize: 8 },
+      quickSuggestions: false,
+      suggestOnTriggerCharacters: false,
+      tabSize: 2,
+      theme: 'vs',
+    });
+    ed.addAction({
+      id: 'coderl.scratch.score',
+      label: 'Score the completion',
+      keybindings: [monaco.KeyMod.CtrlCmd | monaco.KeyCode.Enter],
+      run: () => void useLab.getState().scoreScratch(),
+    });
+    const fit = (h: number): void => {
+      el.style.height = `${Math.min(Math.max(h, MIN_LINES * LINE_HEIGHT), MAX_LINES * LINE_HEIGHT) + 2}px`;
+    };
+    fit(ed.getContentHeight());
+    const subs = [
+      model.onDidChangeContent(() => {
+        if (model.getValue() !== useLab.getState().scorer.completion) useLab.getState().setScratchCompletion(model.getValue());
+      }),
+      ed.onDidContentSizeChange((e) => e.contentHeightChanged && fit(e.contentHeight)),
+    ];
+    editor.current = ed;
+    return () => {
+      for (const s of subs) s.dispose();
+      editor.current = null;
+      monaco.editor.setModelMarkers(model, 'coderl-scratch', []);
+      ed.dispose();
+      model.dispose();
+    };
+  }, [monaco]);
+
+  // the store's text into the editor (reset, a language switch, typing into the fallback), as one undoable edit
+  useEffect(() => {
+    const model = editor.current?.getModel();
+    if (!model || model.getValue() === completion) return;
+    model.pushEditOperations([], [{ range: model.getFullModelRange(), text: completion }], () => null);
+  }, [completion, monaco]);
+
+  useEffect(() => {
+    const model = editor.current?.getModel();
+    if (!monaco || !model) return;
+    monaco.editor.setModelLanguage(model, monacoLanguage(language));
+    model.updateOptions({ tabSize: language === 'python' ? 4 : 2 });
+  }, [language, monaco]);
+
+  // the score's marks while the editor holds the text that was scored
+  const marks = useMemo(
+    () => (result && result.completion === completion && result.language === language ? scratchMarks(result) : []),
+    [result, completion, language],
+  );
+  useEffect(() => {
+    const model = editor.current?.getModel();
+    if (!monaco || !model) return;
+    monaco.editor.setModelMarkers(
+      model,
+      'coderl-scratch',
+      marks.map((m) => ({
+        ...offsetRange(model, m.start, m.end),
+        severity: SEVERITY[m.severity],
+        message: m.message,
+        source: m.source,
+        code: m.code,
+      })),
+    );
+  }, [marks, monaco]);
+
+  const onKeyDown = (e: KeyboardEvent<HTMLTextAreaElement>): void => {
+    if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) {
+      e.preventDefault();
+      void score();
+    }
+  };
+  const shown = monaco !== null;
+
+  return (
+    <div className="scorer-completion">
+      <label
+        htmlFor={textareaId}
+        onClick={(e) => {
+          if (editor.current) {
+            e.preventDefault();
+            editor.current.focus();
+          }
+        }}
+      >
+        Completion (follows the prompt)
+      </label>
+      <textarea
+        id={textareaId}
+        className={shown ? 'scorer-editor scorer-fallback' : 'scorer-editor'}
+        data-testid="scorer-completion"
+        spellCheck={false}
+        rows={6}
+        tabIndex={shown ? -1 : undefined}
+        value={completion}
+        onChange={(e) => setCompletion(e.target.value)}
+        onKeyDown={onKeyDown}
+      />
+      <div
+        ref={host}
+        className="scorer-monaco"
+        hidden={!shown}
+        data-testid="scorer-monaco"
+        data-marker-count={marks.length}
+        data-marker-errors={marks.filter((m) => m.severity === 'error').length}
+      />
+      {loadError && <p className="hint">The code editor could not be loaded ({loadError}): the completion is edited as plain text.</p>}
     </div>
   );
 }
 
 function ScoreView({ r, stale }: { r: ScratchScore; stale: boolean }) {
   const ok = r.run.verdict === 'passed';
+  // the reason every test shares is said once, above the tests; it is the run's message too
+  const shared = sharedFailure(r.run.tests);
+  const merged = shared !== null && (!r.run.message || shared.includes(r.run.message));
   return (
     <div className="scorer-result" data-testid="scorer-result" data-seq={r.seq} aria-live="polite">
       <p className="scorer-verdict">
@@ -118,12 +385,18 @@ function ScoreView({ r, stale }: { r: ScratchScore; stale: boolean }) {
         tests passed · {Math.round(r.ms)} ms
         {stale && <span className="hint"> (the completion has changed since)</span>}
       </p>
-      {r.run.message && (
+      {r.run.message && !merged && (
         <p className="hint" data-testid="scorer-message">
           {r.run.message}
         </p>
       )}
-      <Tests tests={r.run.tests} />
+      <h3>Tests</h3>
+      {merged && (
+        <p className="test-shared" data-testid="scorer-message">
+          {shared}
+        </p>
+      )}
+      <TestTable tests={r.run.tests} testId="scorer-tests" sharedNote={!merged} />
       {r.run.output && (
         <details className="scorer-output">
           <summary>Output ({r.run.output.length} characters)</summary>
@@ -142,42 +415,12 @@ function ScoreView({ r, stale }: { r: ScratchScore; stale: boolean }) {
   );
 }
 
-function Tests({ tests }: { tests: TestResult[] }) {
-  return (
-    <>
-      <h3>Tests</h3>
-      <table data-testid="scorer-tests">
-        <thead>
-          <tr>
-            <th>test</th>
-            <th>status</th>
-            <th>assertion</th>
-            <th>message</th>
-          </tr>
-        </thead>
-        <tbody>
-          {tests.map((t) => (
-            <tr key={t.name} data-status={t.status}>
-              <td>{t.name}</td>
-              <td className={t.status === 'passed' ? 'ok' : 'bad'}>{t.status}</td>
-              <td>
-                <code>{t.source}</code>
-              </td>
-              <td>{t.message ?? ''}</td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
-    </>
-  );
-}
-
 function Ast({ valid, errors, code }: { valid: boolean; errors: { start: number; message: string }[]; code: string }) {
   return (
     <>
       <h3>Syntax (tree-sitter)</h3>
       <p data-testid="scorer-ast" data-valid={valid}>
-        {valid ? 'valid: no syntax errors' : `invalid: ${errors.length} error(s)`}
+        {valid ? 'valid: no syntax errors' : `invalid: ${errors.length} syntax error${errors.length === 1 ? '' : 's'}`}
       </p>
       {!valid && (
         <ul data-testid="scorer-ast-errors">
@@ -193,15 +436,21 @@ function Ast({ valid, errors, code }: { valid: boolean; errors: { start: number;
 }
 
 function Lint({ findings, code }: { findings: Finding[]; code: string }) {
+  const eslint = findings.filter((f) => f.source === 'eslint').length;
   return (
     <>
-      <h3>Lint and metrics ({findings.length})</h3>
+      <h3 data-testid="scorer-lint-summary">Lint and metrics: {findingSummary(findings)}</h3>
+      {eslint < findings.length && (
+        <p className="hint">
+          The lint penalty counts the {eslint} ESLint finding{eslint === 1 ? '' : 's'}; the metrics findings are for information.
+        </p>
+      )}
       {findings.length === 0 ? (
         <p className="hint" data-testid="scorer-lint-none">
           No findings.
         </p>
       ) : (
-        <table data-testid="scorer-lint">
+        <table data-testid="scorer-lint" className="scorer-lint">
           <thead>
             <tr>
               <th>line</th>
@@ -232,7 +481,7 @@ function Reward({ reward }: { reward: RewardBreakdown }) {
   return (
     <>
       <h3>Reward</h3>
-      <table data-testid="scorer-reward">
+      <table data-testid="scorer-reward" className="scorer-reward">
         <thead>
           <tr>
             <th>component</th>
@@ -244,7 +493,7 @@ function Reward({ reward }: { reward: RewardBreakdown }) {
         </thead>
         <tbody>
           {reward.components.map((c) => (
-            <tr key={c.name}>
+            <tr key={c.name} data-component={c.name}>
               <td>{c.name}</td>
               <td>{fmt(c.raw)}</td>
               <td>

@@ -1,7 +1,8 @@
 /**
  * The rollout view's side panes (panels/RolloutView.tsx): the reward breakdown under the what-if
  * weights (recorded and edited), the per-test results, and the tree-sitter tree whose nodes
- * reveal their range in the editor.
+ * reveal their range in the editor. The Reward panel (panels/ScratchScorer.tsx) shows the selected
+ * rollout with Breakdown and Tests too, and scores a scratch completion's tests with TestTable.
  */
 import { useMemo, useState } from 'react';
 import type { OutlineNode } from '../../analysis';
@@ -12,7 +13,17 @@ import { fmtNum, mean, testLine } from './tokens';
 import { rescore, type RewardWeights } from '../../lab/whatif';
 import { OUTLINE_NODES, type Outline, type Scored } from '../../store/rollout-scoring';
 
-export function Breakdown({ record, weights, edited }: { record: RolloutRecord; weights: RewardWeights | null; edited: Scored | null }) {
+export function Breakdown({
+  record,
+  weights,
+  edited,
+  testId = 'reward-breakdown',
+}: {
+  record: RolloutRecord;
+  weights: RewardWeights | null;
+  edited: Scored | null;
+  testId?: string;
+}) {
   const rec = rescore(record, weights);
   const ed = edited ? rescore({ reward: { total: 0, components: edited.components } }, weights) : null;
   const total = ed ? ed.total : rec.total;
@@ -22,7 +33,7 @@ export function Breakdown({ record, weights, edited }: { record: RolloutRecord; 
   const kl = record.logprobs.reduce((a, lp, i) => a + (Number.isFinite(record.ref_logprobs?.[i]) ? lp - record.ref_logprobs[i]! : 0), 0);
   return (
     <section
-      data-testid="reward-breakdown"
+      data-testid={testId}
       data-total={total.toFixed(6)}
       data-recorded-total={record.reward.total.toFixed(6)}
       aria-label="Reward breakdown"
@@ -116,53 +127,122 @@ export function Breakdown({ record, weights, edited }: { record: RolloutRecord; 
   );
 }
 
+const PROGRAM_FAILED = 'the program failed before the tests: ';
+
+/**
+ * The one message every test failed with, said once above the table: null unless there are two
+ * or more tests, none passed, and all carry the very same message (a program that does not
+ * parse, a timeout, tampering: the sandbox then gives every test the run's one reason).
+ */
+export function sharedFailure(tests: readonly Pick<TestResult, 'status' | 'message'>[]): string | null {
+  const m = tests[0]?.message;
+  if (tests.length < 2 || !m || tests.some((t) => t.status === 'passed' || t.message !== m)) return null;
+  if (m.startsWith(PROGRAM_FAILED)) return `Every test failed to run: ${m.slice(PROGRAM_FAILED.length)}`;
+  const status = tests.every((t) => t.status === tests[0]!.status) ? tests[0]!.status : null;
+  if (status === 'timeout') return `Every test timed out: ${m.replace(/^timeout: /, '')}`;
+  if (status === 'error') return `Every test errored: ${m}`;
+  if (status === 'failed') return `Every test failed: ${m}`;
+  return `No test passed: ${m}`;
+}
+
+/** A test's message without the assertion's source at its end (the row shows the source). */
+export function testMessage(t: Pick<TestResult, 'message' | 'source'>): string {
+  const m = t.message ?? '';
+  return t.source && m.endsWith(`: ${t.source}`) ? m.slice(0, -(t.source.length + 2)) : m;
+}
+
+/**
+ * The tests' table: status, optionally the line it failed at, the assertion's source and why it
+ * did not pass. A message every test shares (sharedFailure) is said once above the table.
+ */
+export function TestTable({
+  tests,
+  lineOf,
+  testId,
+  sharedNote = true,
+}: {
+  tests: TestResult[];
+  /** the editor line a failure points to (`known` false: the function header); no line column without it */
+  lineOf?: (t: TestResult) => { line: number; known: boolean };
+  testId?: string;
+  /** false: the caller says the shared failure itself (the rows leave it out either way) */
+  sharedNote?: boolean;
+}) {
+  const shared = sharedFailure(tests);
+  return (
+    <>
+      {shared && sharedNote && (
+        <p className="test-shared" data-testid="tests-shared-failure">
+          {shared}
+        </p>
+      )}
+      <table className="test-table" data-testid={testId}>
+        <colgroup>
+          <col className="test-col-status" />
+          {lineOf && <col className="test-col-line" />}
+          <col />
+        </colgroup>
+        <thead>
+          <tr>
+            <th>status</th>
+            {lineOf && <th className="num">line</th>}
+            <th>assertion</th>
+          </tr>
+        </thead>
+        <tbody>
+          {tests.map((t) => {
+            const at = lineOf && t.status !== 'passed' ? lineOf(t) : null;
+            const message = shared ? '' : testMessage(t);
+            return (
+              <tr key={t.name} data-status={t.status}>
+                <td className={t.status === 'passed' ? 'ok' : 'bad'}>{t.status}</td>
+                {lineOf && (
+                  <td
+                    className="num"
+                    title={at ? (at.known ? 'where it failed' : 'the function header (the failure is in the test code)') : undefined}
+                  >
+                    {at ? `${at.line}${at.known ? '' : '*'}` : ''}
+                  </td>
+                )}
+                <td className="test-cell">
+                  <code className="test-src">{t.source}</code>
+                  {message && <span className="test-msg">{message}</span>}
+                </td>
+              </tr>
+            );
+          })}
+        </tbody>
+      </table>
+    </>
+  );
+}
+
 export function Tests({
   tests,
   edited,
   record,
   prompt,
   entryPoint,
+  testId = 'rollout-tests',
 }: {
   tests: TestResult[];
   edited: boolean;
   record: RolloutRecord;
   prompt: string;
   entryPoint: string | undefined;
+  testId?: string;
 }) {
   const passed = tests.filter((t) => t.status === 'passed').length;
+  const shared = sharedFailure(tests);
+  // the run's message is usually the reason every test shares: said once
+  const note = record.message && !edited && !shared?.includes(record.message) ? record.message : null;
   return (
-    <section data-testid="rollout-tests" data-edited={edited} aria-label="Tests">
+    <section data-testid={testId} data-edited={edited} aria-label="Tests">
       <h3>
         Tests: {passed}/{tests.length} passed{edited ? ` (edited completion; recorded ${record.tests_passed}/${record.tests_total})` : ''}
       </h3>
-      {record.message && !edited && <p className="rv-note">{record.message}</p>}
-      <table>
-        <thead>
-          <tr>
-            <th>test</th>
-            <th>status</th>
-            <th className="num">line</th>
-            <th>message</th>
-          </tr>
-        </thead>
-        <tbody>
-          {tests.map((t) => {
-            const { line, known } = testLine(t, prompt, entryPoint);
-            return (
-              <tr key={t.name} data-status={t.status}>
-                <td>
-                  <code>{t.source}</code>
-                </td>
-                <td className={t.status === 'passed' ? 'ok' : 'bad'}>{t.status}</td>
-                <td className="num" title={known ? 'where it failed' : 'the function header (the failure is in the test code)'}>
-                  {t.status === 'passed' ? '' : `${line}${known ? '' : '*'}`}
-                </td>
-                <td className="rv-tests-msg">{t.message ?? ''}</td>
-              </tr>
-            );
-          })}
-        </tbody>
-      </table>
+      {note && <p className="rv-note">{note}</p>}
+      <TestTable tests={tests} lineOf={(t) => testLine(t, prompt, entryPoint)} />
     </section>
   );
 }
