@@ -9,6 +9,15 @@ describe('the lab in Chromium with WebGPU', () => {
     const status = page.getByTestId('gpu-status');
     await expect.poll(() => status.getAttribute('data-state'), { timeout: 60_000 }).toMatch(/ready|check-failed|unavailable/);
     await screenshot('app-ready');
+    // the first screen: the Experiment panel first, saying what to do; GPU details and benchmarks folded away
+    const first = await page.locator('.col.setup > section').first().getAttribute('data-testid');
+    expect(first).toBe('panel-experiment');
+    expect(await page.getByTestId('exp-start-here').isVisible()).toBe(true);
+    expect(await page.getByTestId('exp-start').isVisible()).toBe(true);
+    expect(await page.getByTestId('panel-toggle-gpu').getAttribute('aria-expanded')).toBe('false');
+    expect(await page.getByTestId('panel-toggle-bench').getAttribute('aria-expanded')).toBe('false');
+    expect(await page.getByTestId('rollout-view-empty').isVisible()).toBe(true);
+    await page.getByTestId('panel-toggle-gpu').click();
     expect(await page.getByTestId('gpu-problem').count(), 'a GPU problem is shown').toBe(0);
     expect(await status.getAttribute('data-state')).toBe('ready');
     expect(await page.getByTestId('gpu-selfcheck').getAttribute('data-ok')).toBe('true');
@@ -22,8 +31,9 @@ describe('the lab in Chromium with WebGPU', () => {
     for (const id of ['gpu', 'experiment', 'curves', 'rollouts', 'code', 'reward']) {
       expect(await page.getByTestId(`panel-${id}`).isVisible(), id).toBe(true);
     }
-    // Monaco shows the self-check kernel's WGSL (it renders spaces as U+00A0).
-    const lines = page.locator('.monaco-editor .view-lines');
+    // Monaco shows the self-check kernel's WGSL (it renders spaces as U+00A0), one click away
+    await page.getByRole('tab', { name: 'Kernels' }).click();
+    const lines = page.getByTestId('code-editor').locator('.monaco-editor .view-lines');
     const editorText = async () => ((await lines.textContent()) ?? '').replace(/\u00a0/g, ' ');
     await lines.waitFor({ timeout: 30_000 });
     await expect.poll(editorText).toContain('y[i] = params.a * x[i] + y[i]');
@@ -31,19 +41,21 @@ describe('the lab in Chromium with WebGPU', () => {
     await expect.poll(editorText).toContain('workgroupBarrier()');
     await screenshot('app-kernel-view');
 
-    // a panel folds from its heading, by keyboard too, stays folded across a reload, and unfolds
+    // a panel unfolds and folds from its heading, by keyboard too, and stays as the user left it across a reload
     const toggle = page.getByTestId('panel-toggle-bench');
-    expect(await toggle.getAttribute('aria-expanded')).toBe('true');
+    expect(await page.getByRole('button', { name: 'Run benchmark' }).isVisible()).toBe(false);
     await toggle.focus();
     await page.keyboard.press('Enter');
-    expect(await toggle.getAttribute('aria-expanded')).toBe('false');
-    expect(await page.locator('#bench-body').isVisible()).toBe(false);
-    expect(await page.getByRole('button', { name: 'Run benchmark' }).isVisible()).toBe(false);
+    expect(await toggle.getAttribute('aria-expanded')).toBe('true');
+    expect(await page.getByRole('button', { name: 'Run benchmark' }).isVisible()).toBe(true);
     await page.reload();
     await page.getByTestId('panel-toggle-bench').waitFor({ timeout: 30_000 });
-    expect(await page.getByTestId('panel-toggle-bench').getAttribute('aria-expanded')).toBe('false');
-    await page.getByTestId('panel-toggle-bench').click();
-    expect(await page.getByRole('button', { name: 'Run benchmark' }).isVisible()).toBe(true);
+    expect(await page.getByTestId('panel-toggle-bench').getAttribute('aria-expanded')).toBe('true');
+    await page.getByTestId('panel-toggle-experiment').click();
+    await page.reload();
+    await page.getByTestId('panel-toggle-experiment').waitFor({ timeout: 30_000 });
+    expect(await page.getByTestId('panel-toggle-experiment').getAttribute('aria-expanded')).toBe('false');
+    expect(await page.locator('#experiment-body').isVisible()).toBe(false);
     expect(errors).toEqual([]);
   });
 
@@ -51,6 +63,7 @@ describe('the lab in Chromium with WebGPU', () => {
     const { page, errors, screenshot } = await open();
     const status = page.getByTestId('gpu-status');
     await expect.poll(() => status.getAttribute('data-state'), { timeout: 60_000 }).toBe('ready');
+    await page.getByTestId('panel-toggle-gpu').click();
     await page.getByText('Diagnostics').click();
     await page.getByTestId('gpu-simulate-loss').click();
     await expect.poll(() => status.getAttribute('data-state')).toBe('lost');

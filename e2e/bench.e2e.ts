@@ -8,6 +8,7 @@ describe('the Benchmarks panel in Chromium', () => {
     const { page, errors, screenshot } = await open();
     await expect.poll(() => page.getByTestId('gpu-status').getAttribute('data-state'), { timeout: 60_000 }).toBe('ready');
     const bench = page.getByTestId('bench');
+    await page.getByTestId('panel-toggle-bench').click(); // folded on the first screen
     await page.getByTestId('bench-run').click();
     await expect.poll(() => bench.getAttribute('data-state')).toMatch(/running|done|error/);
     await expect.poll(() => bench.getAttribute('data-state'), { timeout: 150_000, interval: 1000 }).toMatch(/done|error/);

@@ -29,6 +29,8 @@ describe('faults during a run', () => {
   test('a non-finite loss, a lost device and a crashed worker each stop the run clearly, and Resume finishes it', async () => {
     const { page, errors, screenshot } = await open();
     await expect.poll(() => page.getByTestId('gpu-status').getAttribute('data-state'), { timeout: 60_000 }).toBe('ready');
+    await page.getByTestId('exp-preset').selectOption('tiny');
+    await page.getByTestId('exp-backend').selectOption('webgpu'); // a device to lose (automatic is cpu on SwiftShader)
     await page.getByLabel('Overrides (JSON)').fill(JSON.stringify(OVERRIDES));
     await page.getByLabel('Run name').fill(RUN);
     await expect.poll(() => page.getByTestId('exp-stored').getAttribute('data-files'), { timeout: 30_000 }).toBe('0');

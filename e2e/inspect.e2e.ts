@@ -72,7 +72,8 @@ describe('the inspection UI in Chromium', () => {
       await page.getByTestId(testid).screenshot({ path: (await screenshot(name)).replace('.png', '-pane.png') });
     };
     await expect.poll(() => page.getByTestId('gpu-status').getAttribute('data-state'), { timeout: 60_000 }).toBe('ready');
-    expect(await page.getByTestId('exp-preset').inputValue()).toBe('tiny');
+    expect(await page.getByTestId('exp-preset').inputValue()).toBe('quick');
+    await page.getByTestId('exp-preset').selectOption('tiny');
 
     // (1) the run: tiny preset, miniature overrides, one PPO iteration
     await page.getByLabel('Overrides (JSON)').fill(JSON.stringify(OVERRIDES));

@@ -11,32 +11,51 @@ import { GpuPanel, GpuStatusBadge } from './panels/GpuPanel';
 import { RolloutBrowser } from './panels/RolloutBrowser';
 import { ScratchScorer } from './panels/ScratchScorer';
 
-const COLLAPSED_KEY = 'coderl.collapsedPanels';
+const FOLDED_KEY = 'coderl.panelsOpen';
 
-function readCollapsed(): Set<string> {
+/** Panels the user opened or folded: id -> open (a panel not in it shows its default). */
+function readOpen(): Record<string, boolean> {
   try {
-    const v: unknown = JSON.parse(localStorage.getItem(COLLAPSED_KEY) ?? '[]');
-    return new Set(Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : []);
+    const v: unknown = JSON.parse(localStorage.getItem(FOLDED_KEY) ?? '{}');
+    return typeof v === 'object' && v !== null && !Array.isArray(v)
+      ? Object.fromEntries(Object.entries(v).filter((e): e is [string, boolean] => typeof e[1] === 'boolean'))
+      : {};
   } catch {
-    return new Set();
+    return {};
   }
 }
 
 /**
  * A titled panel whose heading button folds it away (kept mounted, so a run or an editor in it
- * carries on); which panels are folded is remembered in localStorage. Its body renders inside an
- * error boundary: a panel that fails shows why, with a Retry, and the rest of the page carries on.
+ * carries on); `folded` panels start folded (the GPU details, the benchmarks), and what the user
+ * opens or folds is remembered in localStorage. Its body renders inside an error boundary: a
+ * panel that fails shows why, with a Retry, and the rest of the page carries on.
  */
-function Panel({ id, title, children, className }: { id: string; title: string; children: ReactNode; className?: string }) {
-  const [open, setOpen] = useState(() => !readCollapsed().has(id));
+function Panel({
+  id,
+  title,
+  children,
+  className,
+  folded = false,
+  attention = false,
+}: {
+  id: string;
+  title: string;
+  children: ReactNode;
+  className?: string;
+  folded?: boolean;
+  /** opens the panel when it becomes true (a folded GPU panel with a problem to show) */
+  attention?: boolean;
+}) {
+  const [open, setOpen] = useState(() => readOpen()[id] ?? !folded);
+  useEffect(() => {
+    if (attention) setOpen(true);
+  }, [attention]);
   const toggle = (): void => {
     const next = !open;
     setOpen(next);
-    const c = readCollapsed();
-    if (next) c.delete(id);
-    else c.add(id);
     try {
-      localStorage.setItem(COLLAPSED_KEY, JSON.stringify([...c]));
+      localStorage.setItem(FOLDED_KEY, JSON.stringify({ ...readOpen(), [id]: next }));
     } catch {
       // storage unavailable: folding still works for this page
     }
@@ -74,6 +93,7 @@ function Panel({ id, title, children, className }: { id: string; title: string; 
 
 export function App() {
   const startGpu = useLab((s) => s.startGpu);
+  const gpuTrouble = useLab((s) => ['unavailable', 'check-failed', 'lost'].includes(s.gpu.status));
   useEffect(() => {
     void startGpu();
   }, [startGpu]);
@@ -86,10 +106,7 @@ export function App() {
       </header>
       <main className="layout">
         <div className="col setup">
-          <Panel id="gpu" title="GPU">
-            <GpuPanel />
-          </Panel>
-          <Panel id="experiment" title="Experiment setup">
+          <Panel id="experiment" title="Experiment">
             <ExperimentPanel />
           </Panel>
           <Panel id="checkpoints" title="Checkpoints">
@@ -98,7 +115,10 @@ export function App() {
           <Panel id="eval" title="Evaluate">
             <EvalPanel />
           </Panel>
-          <Panel id="bench" title="Benchmarks">
+          <Panel id="gpu" title="GPU details and self-check" folded attention={gpuTrouble}>
+            <GpuPanel />
+          </Panel>
+          <Panel id="bench" title="Benchmarks" folded>
             <BenchPanel />
           </Panel>
         </div>

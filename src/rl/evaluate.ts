@@ -22,6 +22,10 @@ export interface EvalResult {
   rollouts: Sample[];
 }
 
+/** The share of an evaluation's time its sampling takes, for progress (scoring is the rest). */
+export const SAMPLING_SHARE = 0.6;
+
+/** pass@k of `tasks`, sampled and scored; `onProgress` gets the share done. */
 export async function evaluate(
   backend: PolicyBackend,
   tok: Tokenizer,
@@ -31,6 +35,8 @@ export async function evaluate(
   reward: RewardConfig,
   seed: number,
   constrain?: SampleOptions['constrain'],
+  /** the share done (0..1): sampling is counted as the first SAMPLING_SHARE, scoring the rest */
+  onProgress?: (fraction: number) => void,
 ): Promise<EvalResult> {
   const rollouts = await sampleTasks(backend, tok, tasks, {
     samplesPerTask: cfg.samples,
@@ -38,8 +44,14 @@ export async function evaluate(
     maxNewTokens: cfg.maxNewTokens,
     seed,
     constrain,
+    onProgress: onProgress && ((done, total) => onProgress((SAMPLING_SHARE * done) / total)),
   });
-  const records = await scoreRollouts(scorer, rollouts, reward);
+  const records = await scoreRollouts(
+    scorer,
+    rollouts,
+    reward,
+    onProgress && ((done, total) => onProgress(SAMPLING_SHARE + ((1 - SAMPLING_SHARE) * done) / total)),
+  );
   const byFamily: Record<string, number> = {};
   const families = new Set(tasks.map((t) => String(t.meta?.family ?? '')));
   for (const f of families) {

@@ -44,6 +44,8 @@ export interface SampleOptions {
    */
   syntax?: JsSyntax | null;
   syntaxRetries?: number;
+  /** after each batch of sequences: how many of the call's samples are drawn */
+  onProgress?: (done: number, total: number) => void;
 }
 
 type Constrain = NonNullable<GenerateOptions['constrain']>;
@@ -136,6 +138,7 @@ export async function sampleTasks(backend: PolicyBackend, tok: Tokenizer, tasks:
       const text = s.tokens[s.tokens.length - 1] === tok.eosId ? s.tokens.slice(0, -1) : s.tokens;
       out.push({ ...s, completion: tok.decode(text) });
     }
+    opts.onProgress?.(out.length, rows.length);
   }
   return out;
 

@@ -23,10 +23,14 @@ export async function scoreRollouts(
   s: Scorer,
   items: readonly { task: Task; completion: string }[],
   reward: RewardConfig,
+  /** after each program's verdict: how many of the items are scored */
+  onScored?: (done: number, total: number) => void,
 ): Promise<ScoreRecord[]> {
   const tasks = items.map((i, k) => ({ ...i.task, task_id: `${k}` }));
   const completions = items.map((i, k) => ({ task_id: `${k}`, completion: i.completion }));
-  const records = await scoreCompletions(s.pool, tasks, completions);
+  let done = 0;
+  const onRecord = onScored ? () => onScored(++done, items.length) : undefined;
+  const records = await scoreCompletions(s.pool, tasks, completions, { onRecord });
   annotateRecords(records, tasks, completions, s.analyzer, reward);
   records.forEach((r, k) => (r.task_id = items[k]!.task.task_id));
   return records;

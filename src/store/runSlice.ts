@@ -22,11 +22,11 @@ import type { MetricLine } from '../rl/run-files';
 import type { LabState } from './index';
 import { errorText } from '../util/errors';
 import { askedBackend, startWorker, type WorkerHandle } from './worker-client';
+import { estimateFor, saveCalibration, type PageEstimate } from './estimate';
+import { WORK_PHASES, type WorkPhase } from '../rl/estimate';
 
 export type RunStatus = 'idle' | 'running' | 'stopping' | 'stopped' | 'done' | 'error';
 /** The phases with work in them, in pipeline order (`done` is the end, not a phase). */
-export const WORK_PHASES = ['setup', 'sft', 'sft-eval', 'rm-samples', 'rm', 'ppo', 'eval'] as const satisfies readonly Phase[];
-export type WorkPhase = (typeof WORK_PHASES)[number];
 /** pending; active; done (this run, or an earlier one of the same directory); off (disabled by the config) */
 export type PhaseState = 'pending' | 'active' | 'done' | 'off';
 
@@ -58,6 +58,10 @@ export interface RunSlice {
     pause: 'no' | 'pausing' | 'paused';
     /** the ONNX KL reference of the run in flight or the last one (config.rl.reference); null: the SFT policy */
     reference: ReferenceRef | null;
+    /** the estimate the run started with (rl/estimate.ts), for the whole run's time left */
+    estimate: PageEstimate | null;
+    /** ms each phase finished in this session took, scaled to the whole phase */
+    took: Partial<Record<WorkPhase, number>>;
   };
   /**
    * starts (or resumes) the run `name`; refused while one runs or the settings are invalid. An ONNX
@@ -134,13 +138,19 @@ export const createRunSlice: StateCreator<LabState, [], [], RunSlice> = (set, ge
       }
     });
     let started = get().run.started;
+    const took = { ...get().run.took };
+    const now = performance.now();
+    for (const p of WORK_PHASES) {
+      const s = started[p];
+      if (phases[p] === 'active' && nextPhases[p] === 'done' && s) took[p] = (now - s.t) / Math.max(0.05, 1 - s.p);
+    }
     if (phase !== 'done') {
       const p = Math.min(1, Math.max(0, progress));
-      if (phases[phase] !== 'active') started = { ...started, [phase]: { t: performance.now(), p } };
+      if (phases[phase] !== 'active') started = { ...started, [phase]: { t: now, p } };
       nextPhases[phase] = 'active';
       nextProgress[phase] = p;
     }
-    patch({ phase, phases: nextPhases, progress: nextProgress, started });
+    patch({ phase, phases: nextPhases, progress: nextProgress, started, took });
   }
 
   /**
@@ -178,6 +188,8 @@ export const createRunSlice: StateCreator<LabState, [], [], RunSlice> = (set, ge
       runs: [],
       pause: 'no',
       reference: null,
+      estimate: null,
+      took: {},
     },
 
     async startRun(preset, seed, overridesJson, name, suiteText) {
@@ -206,10 +218,12 @@ export const createRunSlice: StateCreator<LabState, [], [], RunSlice> = (set, ge
         metrics: [],
         pause: 'no',
         reference: cfg.rl.reference ?? null,
+        estimate: null,
+        took: {},
       });
       try {
-        const { backend, note } = await askedBackend(get, 'run');
-        patch({ backend, note, message: 'starting the run worker' });
+        const { backend, note } = await askedBackend(get, 'run', get().setup.backend);
+        patch({ backend, note, message: 'starting the run worker', estimate: estimateFor(cfg, seed, backend, get().gpu) });
         const { kind: storage } = await runStorage();
         const worker = startWorker(
           () => new Worker(new URL('../rl/run-worker.ts', import.meta.url), { type: 'module', name: `coderl run ${name}` }),
@@ -240,6 +254,7 @@ export const createRunSlice: StateCreator<LabState, [], [], RunSlice> = (set, ge
         patch({ pause: 'no' });
         if (last.type === 'done') {
           advance('done', 1, cfg.rm.enabled);
+          saveCalibration(get().run);
           patch({ status: 'done', summary: last.summary });
         } else if (last.type === 'stopped') {
           const { readStoredRun } = await import('../rl/run-browser');

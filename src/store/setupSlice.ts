@@ -5,6 +5,7 @@
  */
 import type { StateCreator } from 'zustand';
 import type { LabState } from './index';
+import type { BackendChoice } from './worker-client';
 
 export interface SetupDraft {
   preset: string;
@@ -18,6 +19,8 @@ export interface SetupDraft {
   suiteText: string | null;
   /** bumped when the overrides are edited by hand: the settings form drops its drafts */
   formKey: number;
+  /** where the run's model runs (worker-client.ts autoBackend: cpu on a software GPU) */
+  backend: BackendChoice;
 }
 
 export interface SetupSlice {
@@ -27,7 +30,16 @@ export interface SetupSlice {
   setOverridesByHand(text: string): void;
 }
 
-export const INITIAL_SETUP: SetupDraft = { preset: 'tiny', seed: '1', name: null, overrides: '{}', suiteText: null, formKey: 0 };
+/** A newcomer's first run: the `quick` preset (every stage in a few minutes), on the backend that is fastest here. */
+export const INITIAL_SETUP: SetupDraft = {
+  preset: 'quick',
+  seed: '1',
+  name: null,
+  overrides: '{}',
+  suiteText: null,
+  formKey: 0,
+  backend: 'auto',
+};
 
 export const createSetupSlice: StateCreator<LabState, [], [], SetupSlice> = (set) => ({
   setup: INITIAL_SETUP,

@@ -15,7 +15,7 @@ export interface UiSlice {
 }
 
 export const createUiSlice: StateCreator<LabState, [], [], UiSlice> = (set) => ({
-  ui: { codeTab: 'kernels', kernel: 'saxpy' },
+  ui: { codeTab: 'rollout', kernel: 'saxpy' },
   setCodeTab: (codeTab) => set((s) => ({ ui: { ...s.ui, codeTab } })),
   showKernel: (kernel) => set((s) => ({ ui: { ...s.ui, codeTab: 'kernels', kernel } })),
 });

@@ -2,7 +2,7 @@ import { afterEach, describe, expect, test, vi } from 'vitest';
 import { LIFE_LOCK_PREFIX, SELF_CLOSE_MS } from '../rl/life-lock';
 import type { WorkerKind } from '../rl/worker-protocol';
 import type { LabState } from './index';
-import { askedBackend, startWorker } from './worker-client';
+import { askedBackend, autoBackend, startWorker } from './worker-client';
 
 type In = { type: 'start'; n: number; lifeLock?: string } | { type: 'poke' };
 type Out = { type: 'tick'; i: number } | { type: 'done'; n: number } | { type: 'error'; message: string };
@@ -107,5 +107,25 @@ describe('askedBackend', () => {
     expect((await askedBackend(lost, 'run')).note).toBe(
       'WebGPU is not usable here: the GPU status is "lost". The run uses the cpu backend (the float64 reference model) instead.',
     );
+  });
+});
+
+describe('autoBackend', () => {
+  const ready = (software: boolean) =>
+    ({
+      status: 'ready',
+      problem: null,
+      info: { adapter: { software, description: software ? 'SwiftShader Device (Subzero)' : 'NVIDIA' } },
+    }) as unknown as LabState['gpu'];
+  test('cpu on a software adapter, saying so and how to choose webgpu; webgpu on a hardware one', async () => {
+    expect(autoBackend(ready(true), 'run')).toEqual({
+      backend: 'cpu',
+      note: 'This GPU is a software adapter (SwiftShader Device (Subzero)), so the run uses the cpu backend, many times faster here. Choose webgpu to run the WGSL kernels anyway.',
+    });
+    expect(autoBackend(ready(false), 'run')).toEqual({ backend: 'webgpu', note: null });
+    // an explicit cpu needs no GPU at all
+    const none = () => ({ gpu: { status: 'unavailable', problem: 'no WebGPU' } }) as LabState;
+    expect(await askedBackend(none, 'run', 'cpu')).toEqual({ backend: 'cpu', note: null });
+    expect((await askedBackend(none, 'run', 'webgpu')).backend).toBe('cpu');
   });
 });

@@ -24,19 +24,43 @@ async function settledGpu(get: () => LabState, ms = 60_000): Promise<void> {
 }
 
 /**
- * The backend a worker is asked for, once the page's GPU has settled: webgpu where the page's
- * device is ready, else cpu with a note why (the worker falls back to cpu itself, and says so, when
- * its own device fails). `job`: what the note says uses the cpu backend.
+ * Which backend a run or evaluation asks for: `auto` (the default) is webgpu on a hardware GPU
+ * and cpu on a software adapter (SwiftShader, or one flagged isFallbackAdapter), where every
+ * kernel is emulated and the float64 cpu model in the worker is many times faster (README,
+ * "Backends"); `webgpu` and `cpu` are the user's explicit choice.
  */
-export async function askedBackend(get: () => LabState, job: 'run' | 'evaluation'): Promise<{ backend: RunBackend; note: string | null }> {
-  await settledGpu(get);
-  const runtime = currentRuntime();
-  const gpu = get().gpu;
-  if (runtime && gpu.status === 'ready') return { backend: 'webgpu', note: null };
+export type BackendChoice = 'auto' | 'webgpu' | 'cpu';
+
+/** What `auto` picks for the page's GPU state, and why when it is not webgpu (pure: the Experiment panel shows it before Start). */
+export function autoBackend(gpu: LabState['gpu'], job: 'run' | 'evaluation'): { backend: RunBackend; note: string | null } {
+  if (gpu.status === 'ready' && gpu.info?.adapter.software)
+    return {
+      backend: 'cpu',
+      note: `This GPU is a software adapter (${gpu.info.adapter.description || 'CPU emulation'}), so the ${job} uses the cpu backend, many times faster here. Choose webgpu to run the WGSL kernels anyway.`,
+    };
+  if (gpu.status === 'ready') return { backend: 'webgpu', note: null };
   return {
     backend: 'cpu',
     note: `WebGPU is not usable here: ${gpu.problem ?? `the GPU status is "${gpu.status}".`} The ${job} uses the cpu backend (the float64 reference model) instead.`,
   };
+}
+
+/**
+ * The backend a worker is asked for, once the page's GPU has settled: `choice` (autoBackend for
+ * `auto`); webgpu only where the page's device is ready, else cpu with a note why (the worker
+ * falls back to cpu itself, and says so, when its own device fails). `job`: what the note names.
+ */
+export async function askedBackend(
+  get: () => LabState,
+  job: 'run' | 'evaluation',
+  choice: BackendChoice = 'auto',
+): Promise<{ backend: RunBackend; note: string | null }> {
+  if (choice === 'cpu') return { backend: 'cpu', note: null };
+  await settledGpu(get);
+  const gpu = get().gpu;
+  // a device that is not (or no longer) ready: cpu, with autoBackend's note why
+  if (!currentRuntime() || gpu.status !== 'ready') return autoBackend(gpu.status === 'ready' ? { ...gpu, status: 'lost' } : gpu, job);
+  return choice === 'webgpu' ? { backend: 'webgpu', note: null } : autoBackend(gpu, job);
 }
 
 /** How the page ended a worker itself (WorkerHandle.terminate). */

@@ -135,7 +135,7 @@ function Generate({ model, ep, file }: { model: ImportedModel; ep: BrowserEp; fi
         Loaded {file} on ORT {ep}: vocabulary {info.vocabSize}, context {model.policy.config.contextLength}
         {info.kv ? `, KV cache (${info.kv.layers} layers)` : ', no KV cache'}
         {info.hasValues ? ', value head' : ''}
-        {info.producer ? `; produced by ${info.producer}` : ''}. The Evaluate panel offers it as “ONNX: {file}”, and the Experiment setup as
+        {info.producer ? `; produced by ${info.producer}` : ''}. The Evaluate panel offers it as “ONNX: {file}”, and the Experiment panel as
         a KL reference.
       </p>
       <form onSubmit={(e) => void run(e)}>

@@ -10,32 +10,24 @@
 import { useCallback, useEffect, useId, useMemo, useState, type FormEvent, type KeyboardEvent } from 'react';
 import { RL_PRESETS } from '../../rl/config';
 import type { Summary } from '../../rl/pipeline';
-import { describeReference, type ReferenceRef } from '../../rl/reference';
+import type { ReferenceRef } from '../../rl/reference';
 import { RUN_BUNDLE_EXT } from '../../rl/run-bundle';
 import { exportRun, importRun } from '../../rl/run-transfer';
 import { checkRunName } from '../../rl/run-dir-browser';
 import { useLab } from '../../store';
-import { formatEta, phaseEta } from '../../store/eta';
-import { overridesOf, parseSettings, WORK_PHASES, type WorkPhase } from '../../store/runSlice';
+import { overridesOf, parseSettings } from '../../store/runSlice';
 import { downloadBlob } from '../download';
 import { effective } from '../setup/fields';
 import { SettingsForm } from '../setup/SettingsForm';
 import { ReferencePicker } from '../setup/ReferencePicker';
 import { storedReference } from '../setup/reference';
 import { SuitePicker } from '../setup/SuitePicker';
+import { BackendPicker, RunPlan } from '../setup/RunPlan';
+import { ReferenceText, RunProgress } from './RunProgress';
 import { errorText } from '../../util/errors';
+import { refusedText } from '../../util/refused';
 
 const PRESETS = Object.keys(RL_PRESETS);
-
-const PHASE_LABEL: Record<WorkPhase, string> = {
-  setup: 'Setup',
-  sft: 'SFT',
-  'sft-eval': 'SFT evaluation',
-  'rm-samples': 'Reward-model samples',
-  rm: 'Reward model',
-  ppo: 'PPO',
-  eval: 'Final evaluation',
-};
 
 const STORE_TEXT = { opfs: 'OPFS', indexeddb: 'IndexedDB' } as const;
 
@@ -132,6 +124,11 @@ export function ExperimentPanel() {
 
   return (
     <div className="exp" data-testid="experiment">
+      <p className="exp-start-here" data-testid="exp-start-here">
+        <strong>Start here:</strong> pick a preset (<code>quick</code> runs every stage in a few minutes, <code>tiny</code> is the real
+        experiment), press <strong>Start</strong>, watch the <em>Training curves</em>, then open a rollout under <em>Rollouts</em> to see
+        each token's numbers and its reward.
+      </p>
       <form className="exp-form" onSubmit={submit} aria-label="Experiment settings">
         <label htmlFor={`${id}-preset`}>Preset</label>
         <select id={`${id}-preset`} value={preset} disabled={busy} onChange={(e) => setPreset(e.target.value)} data-testid="exp-preset">
@@ -175,6 +172,27 @@ export function ExperimentPanel() {
               {nameError}
             </p>
           )}
+        </div>
+        <BackendPicker disabled={busy} />
+        <div className="exp-wide">
+          <RunPlan cfg={settings.cfg} seed={seedOk ? seedValue : 1} />
+        </div>
+        <div className="exp-buttons">
+          <button type="submit" disabled={!valid || busy} data-testid="exp-start">
+            {here?.config && !here.summary ? 'Resume' : 'Start'}
+          </button>
+          <button
+            type="button"
+            onClick={pause === 'no' ? pauseRun : resumeRun}
+            disabled={status !== 'running'}
+            aria-pressed={pause !== 'no'}
+            data-testid="exp-pause"
+          >
+            {pause === 'no' ? 'Pause' : 'Continue'}
+          </button>
+          <button type="button" onClick={stop} disabled={status !== 'running'} data-testid="exp-stop">
+            Stop
+          </button>
         </div>
         <div className="exp-wide">
           <SuitePicker
@@ -225,23 +243,6 @@ export function ExperimentPanel() {
               {settings.error}
             </p>
           )}
-        </div>
-        <div className="exp-buttons">
-          <button type="submit" disabled={!valid || busy} data-testid="exp-start">
-            {here?.config && !here.summary ? 'Resume' : 'Start'}
-          </button>
-          <button
-            type="button"
-            onClick={pause === 'no' ? pauseRun : resumeRun}
-            disabled={status !== 'running'}
-            aria-pressed={pause !== 'no'}
-            data-testid="exp-pause"
-          >
-            {pause === 'no' ? 'Pause' : 'Continue'}
-          </button>
-          <button type="button" onClick={stop} disabled={status !== 'running'} data-testid="exp-stop">
-            Stop
-          </button>
         </div>
       </form>
       {here && !busy && (
@@ -355,7 +356,7 @@ function RunTransfer({ run, onImported }: { run: string | null; onImported(name:
       onImported(name);
     } catch (e) {
       const message = errorText(e);
-      setError({ kind: 'import', message: `Could not import "${file.name}"${as ? ` as “${as}”` : ''}: ${message}` });
+      setError({ kind: 'import', message: refusedText(file.name, e, as) });
       if (/already exists/.test(message)) {
         const base = as ?? /a run named "(.*)" already exists/.exec(message)?.[1] ?? 'imported';
         setClash({ file, name: nextFreeName(base, runs) });
@@ -386,9 +387,9 @@ function RunTransfer({ run, onImported }: { run: string | null; onImported(name:
         }}
       />
       {error && (
-        <p role="alert" className="field-error" data-testid={`exp-${error.kind}-error`}>
+        <div role="alert" className="alert" data-testid={`exp-${error.kind}-error`}>
           {error.message}
-        </p>
+        </div>
       )}
       {clash && (
         <form
@@ -423,66 +424,6 @@ function RunTransfer({ run, onImported }: { run: string | null; onImported(name:
 function nextFreeName(base: string, taken: readonly string[]): string {
   const stem = base.replace(/-\d+$/, '');
   for (let i = 2; ; i++) if (!taken.includes(`${stem}-${i}`)) return `${stem}-${i}`;
-}
-
-/** ", about 1 min 05 s left" for the active phase of a running run, once its rate is known. */
-function etaText(r: ReturnType<typeof useLab.getState>['run'], p: WorkPhase): string {
-  if (r.status !== 'running' || r.pause !== 'no' || r.phases[p] !== 'active') return '';
-  const s = phaseEta(r.started[p], r.progress[p], performance.now());
-  return s === null ? '' : `, about ${formatEta(s)} left`;
-}
-
-function RunProgress() {
-  const r = useLab((s) => s.run);
-  if (r.status === 'idle') return null;
-  return (
-    <div className="exp-run" data-testid="exp-run" data-status={r.status} aria-live="polite">
-      <p className="exp-status">
-        Run “{r.name}”:{' '}
-        <strong data-testid="exp-status" data-pause={r.pause}>
-          {r.status === 'running' && r.pause !== 'no' ? r.pause : r.status}
-        </strong>
-        {r.backend && <> on the {r.backend} backend</>}
-        {' · '}
-        <ReferenceText reference={r.reference} testId="exp-run-reference" />
-      </p>
-      {r.note && (
-        <p className="alert" data-testid="exp-note">
-          {r.note}
-        </p>
-      )}
-      <ul className="exp-phases">
-        {WORK_PHASES.map((p) => (
-          <li key={p} data-phase={p} data-state={r.phases[p]}>
-            <span>{PHASE_LABEL[p]}</span>
-            <progress max={1} value={r.progress[p]} aria-label={`${PHASE_LABEL[p]} progress`} data-testid={`exp-progress-${p}`} />
-            <span className="hint" data-testid={`exp-eta-${p}`}>
-              {r.phases[p] === 'off' ? 'off' : r.phases[p] === 'pending' ? '' : `${Math.round(r.progress[p] * 100)}%${etaText(r, p)}`}
-            </span>
-          </li>
-        ))}
-      </ul>
-      {r.message && (
-        <p className="hint" data-testid="exp-message">
-          {r.message}
-        </p>
-      )}
-      {r.error && (
-        <p role="alert" className="alert" data-testid="exp-error">
-          {r.error}
-        </p>
-      )}
-    </div>
-  );
-}
-
-/** "KL reference: SFT policy", or the ONNX model's file name and short SHA-256 (config.rl.reference). */
-function ReferenceText({ reference, testId }: { reference: ReferenceRef | null; testId: string }) {
-  return (
-    <span data-testid={testId} data-name={reference?.name ?? ''} data-sha256={reference?.sha256 ?? ''}>
-      KL reference: {reference ? `ONNX model ${describeReference(reference)}` : 'SFT policy'}
-    </span>
-  );
 }
 
 /** A run's summary; `reference` is its stored config's KL reference (null: the SFT policy; undefined: its config is not read). */

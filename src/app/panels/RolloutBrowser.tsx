@@ -225,7 +225,7 @@ function EmptyNote() {
   const r = useLab((s) => s.rollouts);
   const text =
     r.run === null
-      ? "No rollouts yet. Each PPO iteration's samples are listed here, grouped by prompt and sortable by reward: start a run in Experiment setup, or choose a stored run above."
+      ? "No rollouts yet. Each PPO iteration's samples are listed here, grouped by prompt and sortable by reward: start a run in the Experiment panel, or choose a stored run above."
       : r.iteration === null
         ? `Run “${r.run}” has no rollouts yet: they are written after each PPO iteration.`
         : `Iteration ${r.iteration} of run “${r.run}” has no rollouts.`;

@@ -168,7 +168,7 @@ function RolloutDetail({ monaco, record }: { monaco: MonacoApi; record: RolloutR
     >
       <div className="rv-main">
         <p className="rv-head">
-          Task <strong>{record.task_id}</strong> · iteration {record.iteration} · group {record.group} · turn {record.turn} · verdict{' '}
+          Task <strong>{record.task_id}</strong> · iteration {record.iteration + 1} · group {record.group} · turn {record.turn} · verdict{' '}
           <strong>{record.verdict}</strong> · {record.tests_passed}/{record.tests_total} tests · finish {record.finish} ·{' '}
           {record.tokens.length} tokens
         </p>
@@ -201,7 +201,7 @@ function RolloutDetail({ monaco, record }: { monaco: MonacoApi; record: RolloutR
             keep their colour; edited and new text has none.
           </p>
         )}
-        <div className="rv-editor" ref={host} />
+        <div className="rv-editor" ref={host} style={{ height: editorHeight(prompt + text) }} data-testid="rollout-editor" />
         <div className="rv-row">
           <span className="rv-status" data-testid="rollout-rescore-status" data-state={edit.state} aria-live="polite">
             {statusText(edit.state, edit.note)}
@@ -234,6 +234,12 @@ function RolloutDetail({ monaco, record }: { monaco: MonacoApi; record: RolloutR
       </div>
     </div>
   );
+}
+
+/** Monaco's height for `text`: every line (19 px each) in view, 8 to 30 lines. */
+export function editorHeight(text: string): number {
+  const lines = text.split('\n').length + 1;
+  return Math.min(30, Math.max(8, lines)) * 19 + 12;
 }
 
 function statusText(state: RescoreState, note: string | null): string {

@@ -5,7 +5,7 @@
  */
 import type { BackendKind, Policy } from '../../policy';
 import type { RlConfig } from '../config';
-import { evaluate, type EvalResult } from '../evaluate';
+import { evaluate, SAMPLING_SHARE, type EvalResult } from '../evaluate';
 import { writeJson } from '../run-dir';
 import type { GeneratedTask } from '../tasks';
 import type { RunContext } from './context';
@@ -46,17 +46,26 @@ export function evalSubset(tasks: readonly GeneratedTask[]): GeneratedTask[] {
 }
 
 /** pass@k on the held-out split (also PPO's periodic evaluation, with the same seed). */
-export function evalHeldout(ctx: RunContext, policy: Policy): Promise<EvalResult> {
+export function evalHeldout(ctx: RunContext, policy: Policy, onProgress?: (fraction: number) => void): Promise<EvalResult> {
   const { cfg, seed } = ctx;
-  return evaluate(policy, ctx.tok, ctx.set.heldout, cfg.eval, ctx.scorer, cfg.reward, (seed * 17 + 1) >>> 0);
+  return evaluate(policy, ctx.tok, ctx.set.heldout, cfg.eval, ctx.scorer, cfg.reward, (seed * 17 + 1) >>> 0, undefined, onProgress);
 }
 
-/** Held-out pass@k, then pass@1 on the train and rl subsets, in that order. */
-export async function evalBoth(ctx: RunContext, policy: Policy): Promise<{ held: EvalResult; train: EvalResult; rl: EvalResult }> {
+/** Held-out pass@k, then pass@1 on the train and rl subsets, in that order; progress weighs each by its tasks. */
+export async function evalBoth(
+  ctx: RunContext,
+  policy: Policy,
+  onProgress?: (fraction: number) => void,
+): Promise<{ held: EvalResult; train: EvalResult; rl: EvalResult }> {
   const { cfg, seed } = ctx;
-  const held = await evalHeldout(ctx, policy);
-  const train = await evaluate(policy, ctx.tok, ctx.trainEval, { ...cfg.eval, k: [1] }, ctx.scorer, cfg.reward, (seed * 17 + 2) >>> 0);
-  const rl = await evaluate(policy, ctx.tok, ctx.rlEval, { ...cfg.eval, k: [1] }, ctx.scorer, cfg.reward, (seed * 17 + 3) >>> 0);
+  const sizes = [ctx.set.heldout.length, ctx.trainEval.length, ctx.rlEval.length];
+  const total = sizes.reduce((a, b) => a + b, 0);
+  const part = (i: number) =>
+    onProgress && ((f: number) => onProgress((sizes.slice(0, i).reduce((a, b) => a + b, 0) + f * sizes[i]!) / total));
+  const held = await evalHeldout(ctx, policy, part(0));
+  const one = { ...cfg.eval, k: [1] };
+  const train = await evaluate(policy, ctx.tok, ctx.trainEval, one, ctx.scorer, cfg.reward, (seed * 17 + 2) >>> 0, undefined, part(1));
+  const rl = await evaluate(policy, ctx.tok, ctx.rlEval, one, ctx.scorer, cfg.reward, (seed * 17 + 3) >>> 0, undefined, part(2));
   return { held, train, rl };
 }
 
@@ -70,9 +79,16 @@ export function stageEval(r: { held: EvalResult; train: EvalResult; rl: EvalResu
   };
 }
 
-/** A stage's evaluation of its policy (evalBoth, summarised). */
-export async function evaluateStage(ctx: RunContext, policy: Policy): Promise<StageEval> {
-  return stageEval(await evalBoth(ctx, policy));
+/** A stage's evaluation of its policy (evalBoth, summarised), its progress emitted as `phase`. */
+export async function evaluateStage(ctx: RunContext, policy: Policy, phase: 'sft-eval' | 'eval', what: string): Promise<StageEval> {
+  let last = -1;
+  const r = await evalBoth(ctx, policy, (f) => {
+    // at most one event a percent
+    if (Math.floor(f * 100) === last) return;
+    last = Math.floor(f * 100);
+    ctx.emit(phase, Math.min(f, 0.999), f < SAMPLING_SHARE / 3 ? `${what}: sampling` : `${what}: sampling and scoring`);
+  });
+  return stageEval(r);
 }
 
 /** The last stage: summary.json (a rerun of the finished run returns it), state.json, the closing event. */

@@ -10,6 +10,7 @@ import { toSequence } from '../ppo-loop';
 import { NoPairsError, trainRewardModel, type LabelledSample, type RmResult } from '../reward-model';
 import { readJson, writeJson } from '../run-dir';
 import { sampleTasks } from '../sample';
+import { SAMPLING_SHARE } from '../evaluate';
 import { scoreRollouts } from '../scorer';
 import type { RunContext } from './context';
 import type { SftStageResult } from './sft';
@@ -78,9 +79,16 @@ async function labelledSamples(ctx: RunContext, sft: SftStageResult): Promise<La
       temperature: cfg.rl.temperature,
       maxNewTokens: cfg.rl.maxNewTokens,
       seed: (seed * 23 + 5) >>> 0,
+      onProgress: (done, total) => ctx.emit('rm-samples', (SAMPLING_SHARE * done) / total, `sampled ${done} of ${total}`),
     });
     const usable = s.filter((x) => x.tokens.length > 0);
-    const recs = await scoreRollouts(ctx.scorer, usable, cfg.reward);
+    let last = -1;
+    const recs = await scoreRollouts(ctx.scorer, usable, cfg.reward, (done, total) => {
+      const f = SAMPLING_SHARE + ((1 - SAMPLING_SHARE) * done) / total;
+      if (Math.floor(f * 100) === last) return;
+      last = Math.floor(f * 100);
+      ctx.emit('rm-samples', Math.min(f, 0.999), `scored ${done} of ${total}`);
+    });
     return usable.map((x, i) => ({
       task_id: x.task.task_id,
       seq: toSequence(x),

@@ -91,6 +91,7 @@ export async function rlStage(ctx: RunContext, sft: SftStageResult, rm: RmStageR
         `iteration ${it + 1}/${cfg.rl.iterations}: reward ${(metrics['reward'] as number).toFixed(3)}, pass rate ${(metrics['env/pass_rate'] as number).toFixed(3)}`,
       );
       if ((it + 1) % cfg.rl.evalEvery === 0 && it + 1 < cfg.rl.iterations) {
+        ctx.emit('ppo', (it + 1) / cfg.rl.iterations, `iteration ${it + 1}/${cfg.rl.iterations}: held-out evaluation`);
         metrics['eval/heldout_pass@1'] = (await evalHeldout(ctx, policy)).passAtK['pass@1']!;
       }
       const history: Metrics[] = [...state.history, metrics];
@@ -104,7 +105,7 @@ export async function rlStage(ctx: RunContext, sft: SftStageResult, rm: RmStageR
     }
     if (state.iteration < cfg.rl.iterations) throw new StoppedError();
     ctx.emit('eval', 0, 'evaluating the RL policy');
-    const final = await evaluateStage(ctx, policy);
+    const final = await evaluateStage(ctx, policy, 'eval', 'evaluating the RL policy');
     await ctx.metric('rl-eval', { 'eval/heldout_pass@1': final.heldout_pass1, 'eval/train_pass@1': final.train_pass1 });
     ctx.emit('eval', 1, `RL held-out pass@1 ${final.heldout_pass1.toFixed(3)}`);
     return final;

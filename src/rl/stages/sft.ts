@@ -74,8 +74,11 @@ export async function sftStage(ctx: RunContext): Promise<SftStageResult> {
     if (r.steps < cfg.sft.maxSteps && !r.stoppedEarly) throw new StoppedError();
     const best = policies.fromParams(spec, r.best, optim);
     try {
-      ctx.emit('sft-eval', 0, 'evaluating the early-stopped SFT checkpoint');
-      const ev = await evaluateStage(ctx, best);
+      const what = r.stoppedEarly
+        ? `evaluating the SFT checkpoint of step ${r.bestStep} (early-stopped)`
+        : `evaluating the SFT checkpoint of step ${r.bestStep}`;
+      ctx.emit('sft-eval', 0, what);
+      const ev = await evaluateStage(ctx, best, 'sft-eval', what);
       const summary: SftSummary = { ...ev, steps: r.steps, best_step: r.bestStep, best_val_loss: r.bestValLoss };
       await store.write(
         'sft.ckpt',

@@ -1,0 +1,100 @@
+/**
+ * The page's run estimates: rl/estimate.ts's cost model for a config on this page's backend,
+ * scaled by what the last finished run on the same backend and adapter measured (kept in
+ * localStorage), and the counts of the tasks the run will have.
+ */
+import type { RlConfig } from '../rl/config';
+import { estimateRun, type EstimateBackend, type RunEstimate, type TaskCounts, type WorkPhase } from '../rl/estimate';
+import { evalSubset } from '../rl/stages/evaluation';
+import { buildTaskSet } from '../rl/tasks';
+import type { RunBackend } from '../rl/run-protocol';
+import type { LabState } from './index';
+
+const KEY = 'coderl.estimateScale';
+
+/** The estimate's backend kind for a run backend on this page's adapter, and the key its calibration is kept under. */
+export function estimateBackend(backend: RunBackend, gpu: LabState['gpu']): { kind: EstimateBackend; key: string } {
+  if (backend === 'cpu') return { kind: 'cpu', key: 'cpu' };
+  const a = gpu.info?.adapter;
+  const kind: EstimateBackend = a?.software ? 'webgpu-software' : 'webgpu';
+  return { kind, key: `${kind}:${a ? `${a.vendor} ${a.architecture} ${a.description}`.trim() : 'unknown'}` };
+}
+
+function readScales(): Record<string, number> {
+  try {
+    const v: unknown = JSON.parse(localStorage.getItem(KEY) ?? '{}');
+    return typeof v === 'object' && v !== null ? (v as Record<string, number>) : {};
+  } catch {
+    return {};
+  }
+}
+
+/** Task counts per split for a config and seed: the built-in families are drawn (cheap); a suite's are its shares of its size. */
+export function taskCounts(cfg: RlConfig, seed: number): TaskCounts {
+  const suite = cfg.tasks.suite;
+  if (!suite) {
+    const set = buildTaskSet({ seed, ...cfg.tasks });
+    return {
+      train: set.train.length,
+      val: set.val.length,
+      rl: set.rl.length,
+      heldout: set.heldout.length,
+      trainEval: evalSubset(set.train).length,
+      rlEval: evalSubset(set.rl).length,
+    };
+  }
+  const n = suite.tasks;
+  const heldout = Math.max(1, Math.round(n * cfg.tasks.heldoutShare));
+  const rl = Math.max(1, Math.round(n * cfg.tasks.rlShare));
+  const rest = Math.max(1, n - heldout - rl);
+  const val = Math.round(rest * cfg.tasks.valShare);
+  return { train: rest - val, val, rl, heldout, trainEval: Math.min(48, rest - val), rlEval: Math.min(48, rl) };
+}
+
+export interface PageEstimate extends RunEstimate {
+  /** true when no run on this backend has measured it yet and there is no built-in figure (a hardware GPU) */
+  uncalibrated: boolean;
+  /** the calibration it was scaled by is kept under this key (estimateBackend) */
+  key: string;
+}
+
+/** The estimate for `cfg` on `backend` here; null when the config cannot be counted. */
+export function estimateFor(cfg: RlConfig, seed: number, backend: RunBackend, gpu: LabState['gpu']): PageEstimate | null {
+  try {
+    const { kind, key } = estimateBackend(backend, gpu);
+    const scale = readScales()[key];
+    const workers = Math.max(1, Math.min(4, (navigator.hardwareConcurrency || 2) - 1));
+    const est = estimateRun(cfg, taskCounts(cfg, seed), kind, workers, scale ?? 1);
+    return { ...est, uncalibrated: kind === 'webgpu' && scale === undefined, key };
+  } catch {
+    return null;
+  }
+}
+
+/** After a finished run: how its phases' times compared with its estimate, kept for the next estimate on the same backend. */
+export function saveCalibration(run: {
+  estimate: PageEstimate | null;
+  took: Partial<Record<WorkPhase, number>>;
+  backend: RunBackend | null;
+}): void {
+  const est = run.estimate;
+  if (!est || !run.backend) return;
+  let actual = 0;
+  let expected = 0;
+  for (const p of est.phases) {
+    const t = run.took[p.phase];
+    if (t !== undefined && p.seconds > 0.5) {
+      actual += t / 1000;
+      expected += p.seconds;
+    }
+  }
+  if (expected < 5) return;
+  try {
+    const scales = readScales();
+    // the estimate already carried the previous scale: the new one is relative to it
+    scales[est.key] = Math.min(100, Math.max(0.01, (scales[est.key] ?? 1) * (actual / expected)));
+    localStorage.setItem(KEY, JSON.stringify(scales));
+  } catch {
+    // storage unavailable: the next estimate uses the built-in figures
+  }
+}
