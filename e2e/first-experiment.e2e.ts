@@ -104,6 +104,9 @@ describe("a newcomer's first experiment", () => {
     const editor = await page.getByTestId('rollout-editor').boundingBox();
     expect(editor!.height).toBeGreaterThanOrEqual(8 * 19);
     expect(await scrollingBoxes(page, 'rollout-view')).toEqual([]);
+    // and the Code panel holds its content (the column scrolls, nothing spills over the Reward panel)
+    const [code, rv] = [await page.getByTestId('panel-code').boundingBox(), await view.boundingBox()];
+    expect(rv!.y + rv!.height).toBeLessThanOrEqual(code!.y + code!.height + 1);
     // the Reward panel follows the selected rollout
     await expect.poll(() => page.getByTestId('scorer').getAttribute('data-view')).toBe('rollout');
     expect(await page.getByTestId('scorer-rollout-head').textContent()).toMatch(/^Selected rollout: iteration 1, /);

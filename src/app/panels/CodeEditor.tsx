@@ -44,5 +44,7 @@ export default function CodeEditor({ value, language, readOnly = false, label }:
     editor.current!.updateOptions({ readOnly, ariaLabel: label });
   }, [value, language, readOnly, label]);
 
-  return <div className="code-editor" ref={host} data-testid="code-editor" />;
+  // every line in view (19 px each): the column scrolls, not a box inside it
+  const height = Math.max(280, (value.split('\n').length + 1) * 19 + 12);
+  return <div className="code-editor" ref={host} style={{ height }} data-testid="code-editor" />;
 }
