@@ -9,6 +9,8 @@
 import type { ModelConfig } from '../model/config';
 import type { RlConfig } from './config';
 import type { Phase } from './stages/context';
+import { evalSubset } from './stages/evaluation';
+import { buildTaskSet } from './tasks';
 
 /** The phases that take time, in run order. */
 export const WORK_PHASES = ['setup', 'sft', 'sft-eval', 'rm-samples', 'rm', 'ppo', 'eval'] as const satisfies readonly Phase[];
@@ -63,10 +65,10 @@ const CPU = {
 
 /**
  * webgpu on SwiftShader against the cpu backend, per unit of model work, measured in Chromium on
- * the build machine (README, "Backends"): every kernel is emulated on the CPU, with a submit and
- * readback per step that the float64 path does not pay.
+ * the build machine (README, "Backends": an SFT step of `quick` 6.2 s against 0.25 s), and the
+ * seconds its setup takes compiling the kernels' pipelines: every kernel is emulated on the CPU.
  */
-const SOFTWARE_SLOWDOWN = { trainSeq: 60, decodeToken: 25 };
+const SOFTWARE_SLOWDOWN = { trainSeq: 25, decodeToken: 25, setup: 18 };
 
 /** Per-token work of a model relative to `tiny`'s (matmul weights per layer and the output layer). */
 export function modelWork(m: ModelConfig): number {
@@ -82,7 +84,7 @@ export function modelWork(m: ModelConfig): number {
 export function estimateRun(cfg: RlConfig, counts: TaskCounts, backend: EstimateBackend, workers = 2, calibration = 1): RunEstimate {
   const w = modelWork(cfg.model);
   const ctx = cfg.model.contextLength / 128;
-  const slow = backend === 'webgpu-software' ? SOFTWARE_SLOWDOWN : { trainSeq: 1, decodeToken: 1 };
+  const slow = backend === 'webgpu-software' ? SOFTWARE_SLOWDOWN : { trainSeq: 1, decodeToken: 1, setup: 0 };
   const trainSeq = CPU.trainSeq * w * ctx * slow.trainSeq * calibration;
   const decode = CPU.decodeToken * w * slow.decodeToken * calibration;
   const score = (CPU.score * 2) / Math.max(1, workers);
@@ -95,7 +97,11 @@ export function estimateRun(cfg: RlConfig, counts: TaskCounts, backend: Estimate
   const iteration = rollouts * sampleRow(rl.maxNewTokens) * (cfg.explore.repair ? 1.5 : 1) + rl.epochs * rollouts * CPU.ppoPass * trainSeq;
   const rmRows = rm.enabled ? (counts.rl + counts.trainEval) * rm.samplesPerTask : 0;
   const phases: PhaseEstimate[] = [
-    { phase: 'setup', seconds: CPU.setup, work: `${counts.train + counts.val + counts.rl + counts.heldout} tasks, the tokenizer` },
+    {
+      phase: 'setup',
+      seconds: CPU.setup + slow.setup,
+      work: `${counts.train + counts.val + counts.rl + counts.heldout} tasks, the tokenizer`,
+    },
     { phase: 'sft', seconds: sft.maxSteps * sft.batch * trainSeq, work: `up to ${sft.maxSteps} steps of ${sft.batch} sequences` },
     { phase: 'sft-eval', seconds: evalSeconds, work: `${evalRows} samples of up to ${cfg.eval.maxNewTokens} tokens, scored` },
     {
@@ -116,6 +122,28 @@ export function estimateRun(cfg: RlConfig, counts: TaskCounts, backend: Estimate
     { phase: 'eval', seconds: evalSeconds, work: `${evalRows} samples, scored` },
   ];
   return { phases, seconds: phases.reduce((a, p) => a + p.seconds, 0), upperBound: sft.maxSteps > sft.evalEvery * sft.patience };
+}
+
+/** Task counts per split for a config and seed: the built-in families are drawn (cheap); a suite's are its shares of its size. */
+export function taskCounts(cfg: RlConfig, seed: number): TaskCounts {
+  const suite = cfg.tasks.suite;
+  if (!suite) {
+    const set = buildTaskSet({ seed, ...cfg.tasks });
+    return {
+      train: set.train.length,
+      val: set.val.length,
+      rl: set.rl.length,
+      heldout: set.heldout.length,
+      trainEval: evalSubset(set.train).length,
+      rlEval: evalSubset(set.rl).length,
+    };
+  }
+  const n = suite.tasks;
+  const heldout = Math.max(1, Math.round(n * cfg.tasks.heldoutShare));
+  const rl = Math.max(1, Math.round(n * cfg.tasks.rlShare));
+  const rest = Math.max(1, n - heldout - rl);
+  const val = Math.round(rest * cfg.tasks.valShare);
+  return { train: rest - val, val, rl, heldout, trainEval: Math.min(48, rest - val), rlEval: Math.min(48, rl) };
 }
 
 /** Where a run is: each phase's state and progress, and when (ms) the active phase started and at what progress. */

@@ -4,9 +4,7 @@
  * localStorage), and the counts of the tasks the run will have.
  */
 import type { RlConfig } from '../rl/config';
-import { estimateRun, type EstimateBackend, type RunEstimate, type TaskCounts, type WorkPhase } from '../rl/estimate';
-import { evalSubset } from '../rl/stages/evaluation';
-import { buildTaskSet } from '../rl/tasks';
+import { estimateRun, taskCounts, type EstimateBackend, type RunEstimate, type WorkPhase } from '../rl/estimate';
 import type { RunBackend } from '../rl/run-protocol';
 import type { LabState } from './index';
 
@@ -27,28 +25,6 @@ function readScales(): Record<string, number> {
   } catch {
     return {};
   }
-}
-
-/** Task counts per split for a config and seed: the built-in families are drawn (cheap); a suite's are its shares of its size. */
-export function taskCounts(cfg: RlConfig, seed: number): TaskCounts {
-  const suite = cfg.tasks.suite;
-  if (!suite) {
-    const set = buildTaskSet({ seed, ...cfg.tasks });
-    return {
-      train: set.train.length,
-      val: set.val.length,
-      rl: set.rl.length,
-      heldout: set.heldout.length,
-      trainEval: evalSubset(set.train).length,
-      rlEval: evalSubset(set.rl).length,
-    };
-  }
-  const n = suite.tasks;
-  const heldout = Math.max(1, Math.round(n * cfg.tasks.heldoutShare));
-  const rl = Math.max(1, Math.round(n * cfg.tasks.rlShare));
-  const rest = Math.max(1, n - heldout - rl);
-  const val = Math.round(rest * cfg.tasks.valShare);
-  return { train: rest - val, val, rl, heldout, trainEval: Math.min(48, rest - val), rlEval: Math.min(48, rl) };
 }
 
 export interface PageEstimate extends RunEstimate {

@@ -1,5 +1,6 @@
 import { describe, expect, test } from 'vitest';
-import { formatEta, phaseEta } from './eta';
+import { phaseEta } from './eta';
+import { formatEta } from '../util/format-eta';
 
 describe('phase ETA', () => {
   test('the rate so far, projected over what is left', () => {

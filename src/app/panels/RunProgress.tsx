@@ -7,7 +7,8 @@ import { useEffect, useState } from 'react';
 import { runEta, WORK_PHASES, type WorkPhase } from '../../rl/estimate';
 import { describeReference, type ReferenceRef } from '../../rl/reference';
 import { useLab } from '../../store';
-import { formatEta, phaseEta } from '../../store/eta';
+import { phaseEta } from '../../store/eta';
+import { formatEta } from '../../util/format-eta';
 
 export const PHASE_LABEL: Record<WorkPhase, string> = {
   setup: 'Setup',

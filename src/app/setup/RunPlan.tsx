@@ -7,7 +7,7 @@ import { useId, useMemo } from 'react';
 import type { RlConfig } from '../../rl/config';
 import type { RunBackend } from '../../rl/run-protocol';
 import { useLab } from '../../store';
-import { formatEta } from '../../store/eta';
+import { formatEta } from '../../util/format-eta';
 import { estimateFor } from '../../store/estimate';
 import { autoBackend, type BackendChoice } from '../../store/worker-client';
 import { PHASE_LABEL } from '../panels/RunProgress';

@@ -19,6 +19,10 @@ import { loadNodeOrt } from '../../onnx/node';
 import { labGptFactory } from '../../policy';
 import { errorText } from '../../util/errors';
 import { commandProgress } from '../progress';
+import { estimateRun, taskCounts } from '../../rl/estimate';
+import { formatEta } from '../../util/format-eta';
+import { summarizeAdapter } from '../../gpu/adapter';
+import type { RlConfig } from '../../rl/config';
 
 /**
  * --reference M.onnx: the KL penalty's frozen reference is this ONNX causal LM (run in
@@ -88,6 +92,15 @@ function summaryLines(s: Summary): string[] {
     `RL (${s.rl.algo}, ${s.rl.iterations} iterations): held-out pass@1 ${pct(s.rl.heldout_pass1)} (${fam(s.rl.heldout_by_family)}), train-task pass@1 ${pct(s.rl.train_pass1)}, RL-task pass@1 ${pct(s.rl.rl_tasks_pass1)}`,
     `held-out pass@1 change: ${((s.rl.heldout_pass1 - s.sft.heldout_pass1) * 100).toFixed(1)} points; ${s.minutes.toFixed(1)} minutes`,
   ];
+}
+
+/** "estimated: at most about 14 min 20 s on the cpu backend (SFT 1 min 54 s, ...)", from rl/estimate.ts's 2-core figures. */
+function estimateLine(cfg: RlConfig, seed: number, backend: BackendKind, rt: GpuRuntime | null, workers: number): string {
+  const kind = backend === 'cpu' ? 'cpu' : summarizeAdapter(rt!.adapter).software ? 'webgpu-software' : 'webgpu';
+  const est = estimateRun(cfg, taskCounts(cfg, seed), kind, workers);
+  const parts = est.phases.filter((p) => p.seconds >= 1).map((p) => `${p.phase} ${formatEta(p.seconds)}`);
+  const basis = kind === 'webgpu' ? 'the cpu figures of a 2-core machine: no figure for a hardware GPU' : 'figures of a 2-core machine';
+  return `estimated ${est.upperBound ? 'at most ' : ''}about ${formatEta(est.seconds)} on the ${backend} backend (${parts.join(', ')}; ${basis})`;
 }
 
 export const trainCommand: Command = {
@@ -165,6 +178,7 @@ export const trainCommand: Command = {
       for (const note of provider.notes) io.err(`coderl train: note: ${note}`);
     }
     const [pool, analyzer] = await Promise.all([createNodePool({ size: workers }), createAnalyzer(nodeWasmLoader)]);
+    if (!options.quiet) io.err(`coderl train: ${estimateLine(cfg, seed, backend, rt, workers)}`);
     // a bar per stage on a terminal, a few lines per stage when piped (cli/progress.ts)
     const progress = commandProgress(io, { quiet: options.quiet === true, piped: true });
     const onEvent = (e: PipelineEvent) => progress.update(e);
