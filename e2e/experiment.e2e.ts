@@ -168,7 +168,7 @@ describe('the Experiment panel in Chromium', () => {
     await expect.poll(() => workerPaths(page).filter(isRunWorker), { timeout: WORKER_END_MS }).toEqual([]); // terminated when the run ended
     for (const p of PHASES) {
       const bar = page.getByRole('progressbar', {
-        name: `${{ setup: 'Setup', sft: 'SFT', 'sft-eval': 'SFT evaluation', 'rm-samples': 'Reward-model samples', rm: 'Reward model', ppo: 'PPO', eval: 'Final evaluation' }[p]} progress`,
+        name: `${{ setup: 'Setup', sft: 'SFT', 'sft-eval': 'SFT evaluation', 'rm-samples': 'Reward-model samples', rm: 'Reward model', ppo: 'RL (GRPO/PPO)', eval: 'Final evaluation' }[p]} progress`,
         exact: true,
       });
       expect(await bar.evaluate((el: HTMLProgressElement) => el.value), p).toBe(1);
