@@ -72,7 +72,7 @@ describe("a newcomer's first experiment", () => {
     const status = page.getByTestId('exp-status');
     await expect.poll(() => status.textContent(), { timeout: 30_000 }).toBe('running');
     expect(await page.getByTestId('exp-run').textContent()).toContain('on the cpu backend');
-    expect(await page.getByTestId('exp-note').textContent()).toMatch(/software adapter/);
+    expect(await page.getByTestId('exp-note').textContent()).toMatch(/is a software GPU/);
     // time left for the whole run, and for the phases to come, from the start
     await expect.poll(() => page.getByTestId('exp-eta-total').count(), { timeout: 30_000 }).toBe(1);
     expect(await page.getByTestId('exp-eta-ppo').textContent()).toMatch(/^~\d/);

@@ -115,12 +115,14 @@ describe('autoBackend', () => {
     ({
       status: 'ready',
       problem: null,
-      info: { adapter: { software, description: software ? 'SwiftShader Device (Subzero)' : 'NVIDIA' } },
+      info: {
+        adapter: { software, vendor: software ? 'google' : 'nvidia', architecture: software ? 'swiftshader' : 'hopper', description: '' },
+      },
     }) as unknown as LabState['gpu'];
   test('cpu on a software adapter, saying so and how to choose webgpu; webgpu on a hardware one', async () => {
     expect(autoBackend(ready(true), 'run')).toEqual({
       backend: 'cpu',
-      note: 'This GPU is a software adapter (SwiftShader Device (Subzero)), so the run uses the cpu backend, many times faster here. Choose webgpu to run the WGSL kernels anyway.',
+      note: 'google swiftshader is a software GPU: the run uses the cpu backend, many times faster here.',
     });
     expect(autoBackend(ready(false), 'run')).toEqual({ backend: 'webgpu', note: null });
     // an explicit cpu needs no GPU at all

@@ -31,12 +31,15 @@ async function settledGpu(get: () => LabState, ms = 60_000): Promise<void> {
  */
 export type BackendChoice = 'auto' | 'webgpu' | 'cpu';
 
+const softwareName = (a: { vendor: string; architecture: string; description: string }): string =>
+  `${a.vendor} ${a.architecture}`.trim() || a.description || 'This adapter';
+
 /** What `auto` picks for the page's GPU state, and why when it is not webgpu (pure: the Experiment panel shows it before Start). */
 export function autoBackend(gpu: LabState['gpu'], job: 'run' | 'evaluation'): { backend: RunBackend; note: string | null } {
   if (gpu.status === 'ready' && gpu.info?.adapter.software)
     return {
       backend: 'cpu',
-      note: `This GPU is a software adapter (${gpu.info.adapter.description || 'CPU emulation'}), so the ${job} uses the cpu backend, many times faster here. Choose webgpu to run the WGSL kernels anyway.`,
+      note: `${softwareName(gpu.info.adapter)} is a software GPU: the ${job} uses the cpu backend, many times faster here.`,
     };
   if (gpu.status === 'ready') return { backend: 'webgpu', note: null };
   return {
