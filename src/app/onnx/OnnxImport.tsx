@@ -70,7 +70,7 @@ export function OnnxImport() {
         A causal LM (input_ids → logits; attention_mask, position_ids, KV cache and values optional) with its tokenizer file, run in
         onnxruntime-web and kept in memory while this page is open.
       </p>
-      <form className="ckpt-row" onSubmit={(e) => void load(e)}>
+      <form className="form-grid" onSubmit={(e) => void load(e)}>
         <label htmlFor={`${id}-m`}>Model (.onnx)</label>
         <input id={`${id}-m`} ref={modelInput} type="file" accept=".onnx,application/octet-stream" data-testid="onnx-import-model" />
         <label htmlFor={`${id}-t`}>Tokenizer (.json)</label>

@@ -53,7 +53,7 @@ function NewModelForm() {
   }
 
   return (
-    <form className="ckpt-row" onSubmit={submit} aria-label="New model">
+    <form className="form-grid" onSubmit={submit} aria-label="New model">
       <label htmlFor={`${id}-preset`}>Preset</label>
       <select id={`${id}-preset`} value={preset} onChange={(e) => setPreset(e.target.value as PresetName)} data-testid="ckpt-preset">
         {PRESET_NAMES.map((p) => {
