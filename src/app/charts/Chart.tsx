@@ -74,8 +74,8 @@ const ticks: uPlot.Axis.DynamicValues = (_u, splits, _axis, _space, incr) => {
 };
 
 const AXIS_FONT = '11px system-ui, sans-serif';
-/** the y-axis's width for its longest label (about 6.5 px a character at 11 px, with the tick and a gap) */
-const ySize: uPlot.Axis.Size = (_u, values) => Math.max(36, Math.ceil(Math.max(0, ...(values ?? []).map((v) => v.length)) * 6.5) + 14);
+/** the y-axis's width for its longest label (about 7 px a character at 11 px, with the tick and a gap) */
+const ySize: uPlot.Axis.Size = (_u, values) => Math.max(36, Math.ceil(Math.max(0, ...(values ?? []).map((v) => v.length)) * 7) + 18);
 
 interface Setup {
   xLabel: string;
@@ -99,7 +99,18 @@ function options(
       y: { range: (_u, min, max) => yRange(min, max, yKind) },
     },
     axes: [
-      { size: 22, font: AXIS_FONT, incrs: X_INCRS, values: ticks, label: xAxis, labelSize: 14, labelGap: 0, labelFont: AXIS_FONT },
+      {
+        size: 24,
+        gap: 2,
+        ticks: { size: 4 },
+        font: AXIS_FONT,
+        incrs: X_INCRS,
+        values: ticks,
+        label: xAxis,
+        labelSize: 14,
+        labelGap: 2,
+        labelFont: AXIS_FONT,
+      },
       { size: ySize, font: AXIS_FONT, values: ticks },
     ],
     series: [
