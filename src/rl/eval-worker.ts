@@ -18,7 +18,7 @@ import { loadModel } from '../model/model-file';
 import { DEFAULT_OPTIM } from '../model/optim';
 import { browserOrt } from '../onnx/browser';
 import { importOnnxModel } from '../onnx/import';
-import { createBrowserPool, defaultPoolSize } from '../sandbox/pool.browser';
+import { createBrowserPool, phasedPoolSize } from '../sandbox/pool.browser';
 import { Tokenizer } from '../tokenizer';
 import { EVAL_WORKER, type FromEvalWorker, type ToEvalWorker } from './eval-protocol';
 import { evalSuite } from './eval-suite';
@@ -65,7 +65,7 @@ async function evaluate(m: ToEvalWorker): Promise<Extract<FromEvalWorker, { type
     post({ type: 'backend', backend, note: `${src.file} runs in onnxruntime-web's wasm provider (on the CPU) in the eval worker.` });
   }
 
-  const pool = createBrowserPool({ size: defaultPoolSize() });
+  const pool = createBrowserPool({ size: phasedPoolSize() });
   try {
     const analyzer = await createAnalyzer(browserWasmLoader);
     const r = await evalSuite(

@@ -13,7 +13,7 @@ import { browserProvider } from '../gpu/provider';
 import { GpuRuntime } from '../gpu/runtime';
 import { labGptFactory, type OptimConfig, type Policy, type PolicyFactory } from '../policy';
 import type { SandboxPool } from '../sandbox/pool';
-import { createBrowserPool, defaultPoolSize } from '../sandbox/pool.browser';
+import { createBrowserPool, phasedPoolSize } from '../sandbox/pool.browser';
 import type { Ort } from '../onnx/runtime';
 import type { RlConfig } from './config';
 import { exploreHook } from './explore-hook';
@@ -73,7 +73,7 @@ let analyzer: Promise<Analyzer> | null = null;
 
 /** The scorer's pool and analyzer, created on the first run and kept for the next. */
 async function scorer(): Promise<{ pool: SandboxPool; analyzer: Analyzer }> {
-  pool ??= createBrowserPool({ size: defaultPoolSize() });
+  pool ??= createBrowserPool({ size: phasedPoolSize() });
   analyzer ??= createAnalyzer(browserWasmLoader).catch((e: unknown) => {
     analyzer = null; // retried on the next run
     throw e;

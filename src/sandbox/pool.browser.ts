@@ -6,6 +6,15 @@ export function defaultPoolSize(): number {
   return Math.max(1, (globalThis.navigator?.hardwareConcurrency ?? 2) - 1);
 }
 
+/**
+ * Every core: for a run or evaluation worker, which samples and then waits while the pool runs
+ * the samples' tests, as `coderl train` does (pool.node.ts phasedPoolSize), so the app scores at
+ * the CLI's speed.
+ */
+export function phasedPoolSize(): number {
+  return Math.max(1, globalThis.navigator?.hardwareConcurrency ?? 2);
+}
+
 export const browserSpawner: SpawnWorker = (events) => {
   const w = new Worker(new URL('./browser.worker.ts', import.meta.url), { type: 'module' });
   w.addEventListener('message', (e: MessageEvent) => events.message(e.data));

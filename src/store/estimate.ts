@@ -39,7 +39,7 @@ export function estimateFor(cfg: RlConfig, seed: number, backend: RunBackend, gp
   try {
     const { kind, key } = estimateBackend(backend, gpu);
     const scale = readScales()[key];
-    const workers = Math.max(1, Math.min(4, (navigator.hardwareConcurrency || 2) - 1));
+    const workers = Math.max(1, navigator.hardwareConcurrency || 2); // the run worker's pool (pool.browser.ts phasedPoolSize)
     const est = estimateRun(cfg, taskCounts(cfg, seed), kind, workers, scale ?? 1);
     return { ...est, uncalibrated: kind === 'webgpu' && scale === undefined, key };
   } catch {
