@@ -175,7 +175,7 @@ export function EvalPanel() {
           onChange={(e) => setBackend(e.target.value as 'auto' | 'cpu')}
           data-testid="eval-backend"
         >
-          <option value="auto">WebGPU when usable</option>
+          <option value="auto">auto: webgpu on a hardware GPU, cpu on a software one</option>
           <option value="cpu">cpu (the float64 reference)</option>
         </select>
         <div className="exp-buttons">
