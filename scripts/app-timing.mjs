@@ -39,7 +39,14 @@ const server = await preview({ root: dir, preview: { port: 0, host: '127.0.0.1' 
 const url = server.resolvedUrls?.local[0];
 const browser = await chromium.launch({
   executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
-  args: ['--headless', '--no-sandbox', '--disable-background-networking', '--disable-component-update', '--no-first-run', '--enable-unsafe-webgpu'],
+  args: [
+    '--headless',
+    '--no-sandbox',
+    '--disable-background-networking',
+    '--disable-component-update',
+    '--no-first-run',
+    '--enable-unsafe-webgpu',
+  ],
 });
 let code = 0;
 try {
@@ -53,7 +60,9 @@ try {
   await page.getByLabel('Overrides (JSON)').fill(o.set);
   await page.getByTestId('exp-seed').fill(o.seed);
   await page.getByLabel('Run name').fill(`timing-${Date.now()}`);
-  await page.waitForFunction(() => !document.querySelector('[data-testid="exp-start"]')?.hasAttribute('disabled'), null, { timeout: 30_000 });
+  await page.waitForFunction(() => !document.querySelector('[data-testid="exp-start"]')?.hasAttribute('disabled'), null, {
+    timeout: 30_000,
+  });
   const estimate = await page.getByTestId('exp-estimate').getAttribute('data-seconds');
   const t0 = Date.now();
   await page.getByTestId('exp-start').click();
