@@ -185,6 +185,7 @@ describe('ONNX in the app (Chromium)', () => {
     const { page, errors, screenshot } = await open();
     await gpuReady(page);
     const race = page.getByTestId('onnx-race');
+    await page.getByTestId('panel-toggle-bench').click(); // the Benchmarks panel starts folded
     await race.getByTestId('onnx-race-preset').selectOption('tiny');
     await race.getByTestId('onnx-race-run').click();
     await expect.poll(() => race.getAttribute('data-state'), { timeout: 240_000, interval: 1000 }).toMatch(/done|error/);
