@@ -59,7 +59,7 @@ export function RunProgress() {
         <ReferenceText reference={r.reference} testId="exp-run-reference" />
       </p>
       {r.note && (
-        <p className="alert" data-testid="exp-note">
+        <p className="exp-info" data-testid="exp-note">
           {r.note}
         </p>
       )}
