@@ -20,6 +20,7 @@ import { tmpdir } from 'node:os';
 import { parseArgs } from 'node:util';
 import { chromium } from 'playwright-core';
 import { preview } from 'vite';
+import chromiumArgs from '../e2e/chromium-args.json' with { type: 'json' };
 
 const ROOT = join(import.meta.dirname, '..');
 const { values: o } = parseArgs({
@@ -39,14 +40,7 @@ const server = await preview({ root: dir, preview: { port: 0, host: '127.0.0.1' 
 const url = server.resolvedUrls?.local[0];
 const browser = await chromium.launch({
   executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
-  args: [
-    '--headless',
-    '--no-sandbox',
-    '--disable-background-networking',
-    '--disable-component-update',
-    '--no-first-run',
-    '--enable-unsafe-webgpu',
-  ],
+  args: chromiumArgs, // the flags of e2e/browser.ts
 });
 let code = 0;
 try {

@@ -33,20 +33,12 @@ import { tmpdir } from 'node:os';
 import { parseArgs } from 'node:util';
 import { chromium } from 'playwright-core';
 import { preview } from 'vite';
+import chromiumArgs from '../e2e/chromium-args.json' with { type: 'json' };
 
 const ROOT = join(import.meta.dirname, '..');
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 /** The flags of e2e/browser.ts: headless WebGPU, nothing fetched from the network. */
-const CHROMIUM_ARGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-  '--no-first-run',
-  '--disable-quic',
-  '--enable-unsafe-webgpu',
-];
+const CHROMIUM_ARGS = chromiumArgs;
 const TIMEOUT_MS = 8 * 60_000;
 const RUN = 'readme-demo';
 /** PPO iterations finished before the picture is taken (of ITERATIONS in the run). */
