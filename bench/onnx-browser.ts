@@ -7,7 +7,7 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { OnnxRaceResult, RacePreset } from '../src/perf/onnx';
-import chromiumArgs from '../e2e/chromium-args.json';
+import chromiumArgs from './chromium-args.json';
 
 /** As e2e/browser.ts: only --enable-unsafe-webgpu matters for WebGPU; the rest keep Chromium quiet and offline. */
 const CHROMIUM_ARGS: string[] = chromiumArgs;

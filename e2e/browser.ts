@@ -6,7 +6,7 @@ import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, inject } from 'vitest';
-import chromiumArgs from './chromium-args.json';
+import chromiumArgs from '../bench/chromium-args.json';
 
 export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 export const SCREENSHOTS = join(import.meta.dirname, '..', 'test-results', 'screenshots');
@@ -18,7 +18,7 @@ export const SCREENSHOTS = join(import.meta.dirname, '..', 'test-results', 'scre
  */
 export const WORKER_END_MS = 60_000;
 
-/** Headless WebGPU (only --enable-unsafe-webgpu matters for it), quiet and offline; shared with bench/ and scripts/. */
+/** Headless WebGPU (only --enable-unsafe-webgpu matters for it), quiet and offline; in bench/chromium-args.json, shared with coderl bench and scripts/. */
 export const CHROMIUM_ARGS: string[] = chromiumArgs;
 
 export async function launch(): Promise<Browser> {

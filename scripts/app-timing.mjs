@@ -20,7 +20,7 @@ import { tmpdir } from 'node:os';
 import { parseArgs } from 'node:util';
 import { chromium } from 'playwright-core';
 import { preview } from 'vite';
-import chromiumArgs from '../e2e/chromium-args.json' with { type: 'json' };
+import chromiumArgs from '../bench/chromium-args.json' with { type: 'json' };
 
 const ROOT = join(import.meta.dirname, '..');
 const { values: o } = parseArgs({

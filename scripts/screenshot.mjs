@@ -33,7 +33,7 @@ import { tmpdir } from 'node:os';
 import { parseArgs } from 'node:util';
 import { chromium } from 'playwright-core';
 import { preview } from 'vite';
-import chromiumArgs from '../e2e/chromium-args.json' with { type: 'json' };
+import chromiumArgs from '../bench/chromium-args.json' with { type: 'json' };
 
 const ROOT = join(import.meta.dirname, '..');
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
