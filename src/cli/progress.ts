@@ -7,6 +7,7 @@
  * The renderer knows nothing of what the phases are beyond their names.
  */
 import type { Io } from './command';
+import { phaseEta } from '../util/eta';
 
 export interface ProgressEvent {
   phase: string;
@@ -154,8 +155,8 @@ export class ProgressRenderer implements Progress {
     }
     if (finished) out.push(`in ${formatDuration(elapsed)}`);
     else {
-      const gained = p.progress - p.p0;
-      if (gained >= 0.02 && elapsed >= 1000 && p.progress < 1) out.push(`${formatDuration((elapsed / gained) * (1 - p.progress))} left`);
+      const left = phaseEta({ t: p.start, p: p.p0 }, p.progress, t);
+      if (left !== null) out.push(`${formatDuration(left * 1000)} left`);
     }
     return out;
   }

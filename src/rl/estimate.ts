@@ -12,12 +12,20 @@ import type { Phase } from './stages/context';
 import { evalSubset } from './stages/evaluation';
 import { buildTaskSet } from './tasks';
 
-/** The phases that take time, in run order. */
+/** The phases with work in them, in pipeline order (`done` is the end, not a phase). */
 export const WORK_PHASES = ['setup', 'sft', 'sft-eval', 'rm-samples', 'rm', 'ppo', 'eval'] as const satisfies readonly Phase[];
 export type WorkPhase = (typeof WORK_PHASES)[number];
 
 /** Where a run's model runs, for its per-unit times. */
 export type EstimateBackend = 'cpu' | 'webgpu-software' | 'webgpu';
+
+/** The estimate's kind for a run on `backend` with an adapter that is (or is not) a software one. */
+export function estimateKind(backend: 'cpu' | 'webgpu', software: boolean): EstimateBackend {
+  return backend === 'cpu' ? 'cpu' : software ? 'webgpu-software' : 'webgpu';
+}
+
+/** pending; active; done (this run, or an earlier one of the same directory); off (disabled by the config) */
+export type PhaseState = 'pending' | 'active' | 'done' | 'off';
 
 /** Tasks per split, and the train/rl subsets evaluation samples (stages/evaluation.ts evalSubset). */
 export interface TaskCounts {
@@ -148,10 +156,27 @@ export function taskCounts(cfg: RlConfig, seed: number): TaskCounts {
 
 /** Where a run is: each phase's state and progress, and when (ms) the active phase started and at what progress. */
 export interface RunProgressState {
-  phases: Record<WorkPhase, 'pending' | 'active' | 'done' | 'off'>;
+  phases: Record<WorkPhase, PhaseState>;
   progress: Record<WorkPhase, number>;
   /** ms each finished phase took in this session (absent: finished before this session, or not timed) */
   took: Partial<Record<WorkPhase, number>>;
+}
+
+/**
+ * Seconds the timed phases took (`took`, ms) and the seconds `est` gave them: their ratio is how
+ * far off the estimate ran (phases estimated at under half a second are left out as noise).
+ */
+export function elapsedOverEstimate(est: RunEstimate, took: Partial<Record<WorkPhase, number>>): { actual: number; expected: number } {
+  let actual = 0;
+  let expected = 0;
+  for (const p of est.phases) {
+    const t = took[p.phase];
+    if (t !== undefined && p.seconds > 0.5) {
+      actual += t / 1000;
+      expected += p.seconds;
+    }
+  }
+  return { actual, expected };
 }
 
 /**
@@ -164,15 +189,8 @@ export function runEta(
   state: RunProgressState,
   activeLeft: number | null,
 ): { phases: Partial<Record<WorkPhase, number>>; total: number; scale: number } {
-  let actual = 0;
-  let expected = 0;
-  for (const p of est.phases) {
-    const took = state.took[p.phase];
-    if (state.phases[p.phase] === 'done' && took !== undefined && p.seconds > 0.5) {
-      actual += took / 1000;
-      expected += p.seconds;
-    }
-  }
+  // a phase is timed when it finishes (took): the finished phases say how far off the estimate runs
+  const { actual, expected } = elapsedOverEstimate(est, state.took);
   const scale = expected > 0 ? Math.min(20, Math.max(0.05, actual / expected)) : 1;
   const phases: Partial<Record<WorkPhase, number>> = {};
   let total = 0;

@@ -25,6 +25,17 @@ export interface EvalResult {
 /** The share of an evaluation's time its sampling takes, for progress (scoring is the rest). */
 export const SAMPLING_SHARE = 0.6;
 
+/** A sample-then-score pass's two counts (sampleTasks' onProgress, scoreRollouts' onScored) as one share done, 0..1. */
+export function sampleScoreProgress(onProgress: (fraction: number) => void): {
+  sampled: (done: number, total: number) => void;
+  scored: (done: number, total: number) => void;
+} {
+  return {
+    sampled: (done, total) => onProgress((SAMPLING_SHARE * done) / total),
+    scored: (done, total) => onProgress(SAMPLING_SHARE + ((1 - SAMPLING_SHARE) * done) / total),
+  };
+}
+
 /** pass@k of `tasks`, sampled and scored; `onProgress` gets the share done. */
 export async function evaluate(
   backend: PolicyBackend,
@@ -38,20 +49,16 @@ export async function evaluate(
   /** the share done (0..1): sampling is counted as the first SAMPLING_SHARE, scoring the rest */
   onProgress?: (fraction: number) => void,
 ): Promise<EvalResult> {
+  const progress = onProgress && sampleScoreProgress(onProgress);
   const rollouts = await sampleTasks(backend, tok, tasks, {
     samplesPerTask: cfg.samples,
     temperature: cfg.temperature,
     maxNewTokens: cfg.maxNewTokens,
     seed,
     constrain,
-    onProgress: onProgress && ((done, total) => onProgress((SAMPLING_SHARE * done) / total)),
+    onProgress: progress?.sampled,
   });
-  const records = await scoreRollouts(
-    scorer,
-    rollouts,
-    reward,
-    onProgress && ((done, total) => onProgress(SAMPLING_SHARE + ((1 - SAMPLING_SHARE) * done) / total)),
-  );
+  const records = await scoreRollouts(scorer, rollouts, reward, progress?.scored);
   const byFamily: Record<string, number> = {};
   const families = new Set(tasks.map((t) => String(t.meta?.family ?? '')));
   for (const f of families) {

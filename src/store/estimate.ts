@@ -4,7 +4,16 @@
  * localStorage), and the counts of the tasks the run will have.
  */
 import type { RlConfig } from '../rl/config';
-import { estimateRun, taskCounts, type EstimateBackend, type RunEstimate, type WorkPhase } from '../rl/estimate';
+import {
+  elapsedOverEstimate,
+  estimateKind,
+  estimateRun,
+  taskCounts,
+  type EstimateBackend,
+  type RunEstimate,
+  type WorkPhase,
+} from '../rl/estimate';
+import { phasedPoolSize } from '../sandbox/pool.browser';
 import type { RunBackend } from '../rl/run-protocol';
 import type { LabState } from './index';
 
@@ -14,7 +23,7 @@ const KEY = 'coderl.estimateScale';
 export function estimateBackend(backend: RunBackend, gpu: LabState['gpu']): { kind: EstimateBackend; key: string } {
   if (backend === 'cpu') return { kind: 'cpu', key: 'cpu' };
   const a = gpu.info?.adapter;
-  const kind: EstimateBackend = a?.software ? 'webgpu-software' : 'webgpu';
+  const kind = estimateKind(backend, a?.software === true);
   return { kind, key: `${kind}:${a ? `${a.vendor} ${a.architecture} ${a.description}`.trim() : 'unknown'}` };
 }
 
@@ -39,8 +48,7 @@ export function estimateFor(cfg: RlConfig, seed: number, backend: RunBackend, gp
   try {
     const { kind, key } = estimateBackend(backend, gpu);
     const scale = readScales()[key];
-    const workers = Math.max(1, navigator.hardwareConcurrency || 2); // the run worker's pool (pool.browser.ts phasedPoolSize)
-    const est = estimateRun(cfg, taskCounts(cfg, seed), kind, workers, scale ?? 1);
+    const est = estimateRun(cfg, taskCounts(cfg, seed), kind, phasedPoolSize(), scale ?? 1); // the run worker's pool
     return { ...est, uncalibrated: kind === 'webgpu' && scale === undefined, key };
   } catch {
     return null;
@@ -55,15 +63,7 @@ export function saveCalibration(run: {
 }): void {
   const est = run.estimate;
   if (!est || !run.backend) return;
-  let actual = 0;
-  let expected = 0;
-  for (const p of est.phases) {
-    const t = run.took[p.phase];
-    if (t !== undefined && p.seconds > 0.5) {
-      actual += t / 1000;
-      expected += p.seconds;
-    }
-  }
+  const { actual, expected } = elapsedOverEstimate(est, run.took);
   if (expected < 5) return;
   try {
     const scales = readScales();

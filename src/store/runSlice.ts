@@ -17,18 +17,15 @@ import type { StoredRun, Summary } from '../rl/run-browser';
 import { importedReference, type ReferenceRef } from '../rl/reference';
 import { RUN_WORKER, type ToRunWorker } from '../rl/run-protocol';
 import { runStorage } from '../rl/run-dir-browser';
-import type { PhaseStart } from './eta';
+import type { PhaseStart } from '../util/eta';
 import type { MetricLine } from '../rl/run-files';
 import type { LabState } from './index';
 import { errorText } from '../util/errors';
 import { askedBackend, startWorker, type WorkerHandle } from './worker-client';
 import { estimateFor, saveCalibration, type PageEstimate } from './estimate';
-import { WORK_PHASES, type WorkPhase } from '../rl/estimate';
+import { WORK_PHASES, type PhaseState, type WorkPhase } from '../rl/estimate';
 
 export type RunStatus = 'idle' | 'running' | 'stopping' | 'stopped' | 'done' | 'error';
-/** The phases with work in them, in pipeline order (`done` is the end, not a phase). */
-/** pending; active; done (this run, or an earlier one of the same directory); off (disabled by the config) */
-export type PhaseState = 'pending' | 'active' | 'done' | 'off';
 
 /** Metrics lines kept in the store (the run directory's metrics.jsonl has them all). */
 export const METRICS_KEPT = 300;

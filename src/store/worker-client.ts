@@ -49,8 +49,24 @@ export function autoBackend(gpu: LabState['gpu'], job: 'run' | 'evaluation'): { 
 }
 
 /**
- * The backend a worker is asked for, once the page's GPU has settled: `choice` (autoBackend for
- * `auto`); webgpu only where the page's device is ready, else cpu with a note why (the worker
+ * The backend `choice` gives for the page's GPU state (pure: the Experiment panel shows it before
+ * Start): autoBackend for `auto`; webgpu only where the device is ready (`deviceReady`: the
+ * page's runtime exists), else cpu with autoBackend's note why.
+ */
+export function chosenBackend(
+  choice: BackendChoice,
+  gpu: LabState['gpu'],
+  job: 'run' | 'evaluation',
+  deviceReady = gpu.status === 'ready',
+): { backend: RunBackend; note: string | null } {
+  if (choice === 'cpu') return { backend: 'cpu', note: null };
+  // a device that is not (or no longer) ready: cpu, with autoBackend's note why
+  if (!deviceReady || gpu.status !== 'ready') return autoBackend(gpu.status === 'ready' ? { ...gpu, status: 'lost' } : gpu, job);
+  return choice === 'webgpu' ? { backend: 'webgpu', note: null } : autoBackend(gpu, job);
+}
+
+/**
+ * The backend a worker is asked for, once the page's GPU has settled (chosenBackend; the worker
  * falls back to cpu itself, and says so, when its own device fails). `job`: what the note names.
  */
 export async function askedBackend(
@@ -58,12 +74,8 @@ export async function askedBackend(
   job: 'run' | 'evaluation',
   choice: BackendChoice = 'auto',
 ): Promise<{ backend: RunBackend; note: string | null }> {
-  if (choice === 'cpu') return { backend: 'cpu', note: null };
-  await settledGpu(get);
-  const gpu = get().gpu;
-  // a device that is not (or no longer) ready: cpu, with autoBackend's note why
-  if (!currentRuntime() || gpu.status !== 'ready') return autoBackend(gpu.status === 'ready' ? { ...gpu, status: 'lost' } : gpu, job);
-  return choice === 'webgpu' ? { backend: 'webgpu', note: null } : autoBackend(gpu, job);
+  if (choice !== 'cpu') await settledGpu(get);
+  return chosenBackend(choice, get().gpu, job, currentRuntime() !== null);
 }
 
 /** How the page ended a worker itself (WorkerHandle.terminate). */

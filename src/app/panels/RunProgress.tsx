@@ -7,8 +7,7 @@ import { useEffect, useState } from 'react';
 import { runEta, WORK_PHASES, type WorkPhase } from '../../rl/estimate';
 import { describeReference, type ReferenceRef } from '../../rl/reference';
 import { useLab } from '../../store';
-import { phaseEta } from '../../store/eta';
-import { formatEta } from '../../util/format-eta';
+import { formatEta, phaseEta } from '../../util/eta';
 
 export const PHASE_LABEL: Record<WorkPhase, string> = {
   setup: 'Setup',

@@ -25,7 +25,7 @@ import { scratchMarks, type ScratchScore } from '../../store/scorerSlice';
 import { SCRATCH_TASKS, type ScratchLanguage } from '../../tasks/scratch';
 import { errorText } from '../../util/errors';
 import { loadRolloutMonaco, type MonacoApi } from '../rollout/monaco';
-import { offsetRange } from '../rollout/monaco-adapter';
+import { offsetRange, SEVERITY } from '../rollout/monaco-adapter';
 import { Breakdown, sharedFailure, TestTable, Tests } from '../rollout/panes';
 import './scorer.css';
 
@@ -197,12 +197,6 @@ const monacoLanguage = (l: ScratchLanguage): string => (l === 'python' ? 'python
 const LINE_HEIGHT = 18;
 const MIN_LINES = 6;
 const MAX_LINES = 18;
-
-const SEVERITY: Record<Finding['severity'], M.MarkerSeverity> = {
-  error: 8 satisfies M.MarkerSeverity,
-  warning: 4 satisfies M.MarkerSeverity,
-  info: 2 satisfies M.MarkerSeverity,
-};
 
 /**
  * The completion: Monaco once it has loaded, the textarea until then (and if it cannot load).

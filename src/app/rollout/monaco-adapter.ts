@@ -106,8 +106,8 @@ export interface Diagnosis {
   tests: TestResult[];
 }
 
-/** Monaco's MarkerSeverity values, by finding severity. */
-const SEVERITY = {
+/** Monaco's MarkerSeverity values, by finding severity (the rollout view's markers and the scratch scorer's). */
+export const SEVERITY = {
   error: 8 satisfies M.MarkerSeverity,
   warning: 4 satisfies M.MarkerSeverity,
   info: 2 satisfies M.MarkerSeverity,

@@ -7,20 +7,16 @@ import { useId, useMemo } from 'react';
 import type { RlConfig } from '../../rl/config';
 import type { RunBackend } from '../../rl/run-protocol';
 import { useLab } from '../../store';
-import { formatEta } from '../../util/format-eta';
+import { formatEta } from '../../util/eta';
 import { estimateFor } from '../../store/estimate';
-import { autoBackend, type BackendChoice } from '../../store/worker-client';
+import { autoBackend, chosenBackend, type BackendChoice } from '../../store/worker-client';
 import { PHASE_LABEL } from '../panels/RunProgress';
 
 /** The backend a choice gives on this page's GPU now, and the note when automatic picks cpu. */
 export function useChosenBackend(): { choice: BackendChoice; backend: RunBackend; note: string | null } {
   const choice = useLab((s) => s.setup.backend);
   const gpu = useLab((s) => s.gpu);
-  if (choice === 'cpu') return { choice, backend: 'cpu', note: null };
-  const auto = autoBackend(gpu, 'run');
-  if (choice === 'webgpu')
-    return { choice, backend: gpu.status === 'ready' ? 'webgpu' : 'cpu', note: gpu.status === 'ready' ? null : auto.note };
-  return { choice, ...auto };
+  return { choice, ...chosenBackend(choice, gpu, 'run') };
 }
 
 /** The Backend row of the Experiment form (its label and control; the form is a two-column grid). */

@@ -19,8 +19,8 @@ import { loadNodeOrt } from '../../onnx/node';
 import { labGptFactory } from '../../policy';
 import { errorText } from '../../util/errors';
 import { commandProgress } from '../progress';
-import { estimateRun, taskCounts } from '../../rl/estimate';
-import { formatEta } from '../../util/format-eta';
+import { estimateKind, estimateRun, taskCounts } from '../../rl/estimate';
+import { formatEta } from '../../util/eta';
 import { summarizeAdapter } from '../../gpu/adapter';
 import type { RlConfig } from '../../rl/config';
 
@@ -96,7 +96,7 @@ function summaryLines(s: Summary): string[] {
 
 /** "estimated: at most about 14 min 20 s on the cpu backend (SFT 1 min 54 s, ...)", from rl/estimate.ts's 2-core figures. */
 function estimateLine(cfg: RlConfig, seed: number, backend: BackendKind, rt: GpuRuntime | null, workers: number): string {
-  const kind = backend === 'cpu' ? 'cpu' : summarizeAdapter(rt!.adapter).software ? 'webgpu-software' : 'webgpu';
+  const kind = estimateKind(backend, backend === 'webgpu' && summarizeAdapter(rt!.adapter).software);
   const est = estimateRun(cfg, taskCounts(cfg, seed), kind, workers);
   const parts = est.phases.filter((p) => p.seconds >= 1).map((p) => `${p.phase} ${formatEta(p.seconds)}`);
   const basis = kind === 'webgpu' ? 'the cpu figures of a 2-core machine: no figure for a hardware GPU' : 'figures of a 2-core machine';
@@ -206,7 +206,6 @@ export const trainCommand: Command = {
       io.err(`coderl train: ${e.message}`);
       return 1;
     } finally {
-      progress.end();
       pool.close();
       rt?.dispose();
     }

@@ -79,15 +79,26 @@ export function stageEval(r: { held: EvalResult; train: EvalResult; rl: EvalResu
   };
 }
 
-/** A stage's evaluation of its policy (evalBoth, summarised), its progress emitted as `phase`. */
-export async function evaluateStage(ctx: RunContext, policy: Policy, phase: 'sft-eval' | 'eval', what: string): Promise<StageEval> {
+/**
+ * Progress of a phase that is not done until its stage says so: `emit(f)` at most once a percent,
+ * with the share held below 1.
+ */
+export function perPercent(emit: (fraction: number) => void): (fraction: number) => void {
   let last = -1;
-  const r = await evalBoth(ctx, policy, (f) => {
-    // at most one event a percent
+  return (f) => {
     if (Math.floor(f * 100) === last) return;
     last = Math.floor(f * 100);
-    ctx.emit(phase, Math.min(f, 0.999), f < SAMPLING_SHARE / 3 ? `${what}: sampling` : `${what}: sampling and scoring`);
-  });
+    emit(Math.min(f, 0.999));
+  };
+}
+
+/** A stage's evaluation of its policy (evalBoth, summarised), its progress emitted as `phase`. */
+export async function evaluateStage(ctx: RunContext, policy: Policy, phase: 'sft-eval' | 'eval', what: string): Promise<StageEval> {
+  const r = await evalBoth(
+    ctx,
+    policy,
+    perPercent((f) => ctx.emit(phase, f, f < SAMPLING_SHARE / 3 ? `${what}: sampling` : `${what}: sampling and scoring`)),
+  );
   return stageEval(r);
 }
 

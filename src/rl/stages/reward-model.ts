@@ -10,7 +10,8 @@ import { toSequence } from '../ppo-loop';
 import { NoPairsError, trainRewardModel, type LabelledSample, type RmResult } from '../reward-model';
 import { readJson, writeJson } from '../run-dir';
 import { sampleTasks } from '../sample';
-import { SAMPLING_SHARE } from '../evaluate';
+import { sampleScoreProgress } from '../evaluate';
+import { perPercent } from './evaluation';
 import { scoreRollouts } from '../scorer';
 import type { RunContext } from './context';
 import type { SftStageResult } from './sft';
@@ -72,6 +73,8 @@ async function labelledSamples(ctx: RunContext, sft: SftStageResult): Promise<La
   const { cfg, seed } = ctx;
   ctx.emit('rm-samples', 0, 'sampling the SFT policy for the reward model');
   const policy = ctx.policies.fromParams(ctx.spec, sft.params, DEFAULT_OPTIM);
+  let message = '';
+  const progress = sampleScoreProgress(perPercent((f) => ctx.emit('rm-samples', f, message)));
   try {
     const tasks: Task[] = [...ctx.set.rl, ...ctx.trainEval];
     const s = await sampleTasks(policy, ctx.tok, tasks, {
@@ -79,15 +82,15 @@ async function labelledSamples(ctx: RunContext, sft: SftStageResult): Promise<La
       temperature: cfg.rl.temperature,
       maxNewTokens: cfg.rl.maxNewTokens,
       seed: (seed * 23 + 5) >>> 0,
-      onProgress: (done, total) => ctx.emit('rm-samples', (SAMPLING_SHARE * done) / total, `sampled ${done} of ${total}`),
+      onProgress: (done, total) => {
+        message = `sampled ${done} of ${total}`;
+        progress.sampled(done, total);
+      },
     });
     const usable = s.filter((x) => x.tokens.length > 0);
-    let last = -1;
     const recs = await scoreRollouts(ctx.scorer, usable, cfg.reward, (done, total) => {
-      const f = SAMPLING_SHARE + ((1 - SAMPLING_SHARE) * done) / total;
-      if (Math.floor(f * 100) === last) return;
-      last = Math.floor(f * 100);
-      ctx.emit('rm-samples', Math.min(f, 0.999), `scored ${done} of ${total}`);
+      message = `scored ${done} of ${total}`;
+      progress.scored(done, total);
     });
     return usable.map((x, i) => ({
       task_id: x.task.task_id,

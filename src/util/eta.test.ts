@@ -1,6 +1,5 @@
 import { describe, expect, test } from 'vitest';
-import { phaseEta } from './eta';
-import { formatEta } from '../util/format-eta';
+import { formatEta, phaseEta } from './eta';
 
 describe('phase ETA', () => {
   test('the rate so far, projected over what is left', () => {
