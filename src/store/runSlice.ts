@@ -40,7 +40,7 @@ export interface RunSlice {
     note: string | null;
     phase: Phase | null;
     progress: Record<WorkPhase, number>;
-    /** when each phase became active in this session (for its ETA, store/eta.ts) */
+    /** when each phase became active in this session (for its ETA, util/eta.ts) */
     started: Partial<Record<WorkPhase, PhaseStart>>;
     phases: Record<WorkPhase, PhaseState>;
     message: string;
