@@ -1,0 +1,107 @@
+/**
+ * RoPE on the GPU (cos/sin from the float64-built tables) vs the float64 reference computed from
+ * the positions directly, forward and inverse, on packed qkv rows; the reference's inverse undoes
+ * it; rows past the tables and the unrotated v heads are left as they were.
+ * Shape legend: N rows, NH query heads, NKV kv heads, HS head size, W = (NH + 2 NKV) HS,
+ * nHeads rotated heads, maxPos table rows. Row-major f32; positions u32.
+ */
+import { describe, expect, test } from 'vitest';
+import { expectClose, testRuntime } from '../testing/gpu';
+import { Rng } from '../util/random';
+import { rope, ropeInvFreq, ropeRef, ropeTables, type RopeProblem } from './rope';
+
+// Each output is x1 c - x2 s with |x| <= 2 and c, s rounded once to f32 (relative 2^-24 each):
+// error <= ~3 * 2^-24 * 2 * |x| ~ 4e-7 whatever the position (the angle itself is exact in the
+// float64 tables; a table built with f32 sin/cos of an f32 angle would be off by up to
+// pos * 2^-24 ~ 2.4e-4 at pos 4000). Observed on SwiftShader: max abs error 2.4e-7.
+const TOL = { atol: 1e-6, rtol: 1e-6 };
+
+async function runRope(N: number, NH: number, NKV: number, HS: number, theta: number, maxPos: number, inverse: number): Promise<void> {
+  const W = (NH + 2 * NKV) * HS;
+  const nHeads = NH + NKV;
+  const rng = new Rng(N * 31 + HS * 7 + NH + inverse);
+  const x = rng.float32(N * W, -2, 2);
+  // positions: 0, the last table row, and random ones in between (repeats allowed)
+  const positions = Uint32Array.from({ length: N }, (_, n) => (n === 0 ? 0 : n === 1 ? maxPos - 1 : Math.floor(rng.next() * maxPos)));
+  const { cos, sin } = ropeTables(maxPos, HS, theta);
+  const rt = await testRuntime();
+  const b = { x: rt.upload(x, 'x'), positions: rt.upload(positions, 'positions'), cos: rt.upload(cos, 'cos'), sin: rt.upload(sin, 'sin') };
+  const p: RopeProblem = { N, W, nHeads, HS, inverse };
+  const rec = rt.record(`rope N=${N} HS=${HS}`);
+  rec.dispatch(await rt.compile(rope), b, p);
+  const got = rec.read(b.x);
+  await rec.submit();
+  const want = Float64Array.from(x);
+  ropeRef(want, positions, N, W, nHeads, HS, theta, inverse);
+  const out = new Float32Array(await got);
+  expectClose(out, want, TOL, `rope N=${N} NH=${NH} NKV=${NKV} HS=${HS} theta=${theta} inverse=${inverse}`);
+  // the v heads are untouched: bit for bit
+  for (let n = 0; n < N; n++) {
+    const v0 = n * W + nHeads * HS;
+    expect(Array.from(out.subarray(v0, (n + 1) * W))).toEqual(Array.from(x.subarray(v0, (n + 1) * W)));
+  }
+  for (const buf of Object.values(b)) buf.destroy();
+}
+
+describe('rope matches its float64 reference', () => {
+  test.each([
+    // N, NH, NKV, HS, theta, maxPos, inverse
+    [1, 1, 1, 2, 10000, 1, 0], // the smallest head, position 0 only
+    [7, 3, 1, 8, 10000, 50, 0],
+    [5, 4, 2, 24, 100000, 300, 1], // SmolLM2's theta, inverse
+    [3, 9, 3, 64, 100000, 4096, 0], // SmolLM2-135M's heads, a long table
+    [4, 2, 1, 256, 1000000, 2000, 1], // Qwen2's theta, the largest head size
+  ] as const)('N=%i NH=%i NKV=%i HS=%i theta=%i maxPos=%i inverse=%i', (...a) => runRope(...a));
+});
+
+test('rope leaves rows whose position is past the tables unchanged', async () => {
+  const [N, W, nHeads, HS] = [3, 16, 2, 8];
+  const x = new Rng(5).float32(N * W);
+  const positions = Uint32Array.from([1, 4, 2]); // row 1 is past a 4-row table
+  const { cos, sin } = ropeTables(4, HS, 10000);
+  const rt = await testRuntime();
+  const b = { x: rt.upload(x, 'x'), positions: rt.upload(positions, 'positions'), cos: rt.upload(cos, 'cos'), sin: rt.upload(sin, 'sin') };
+  const rec = rt.record('rope past the table');
+  rec.dispatch(await rt.compile(rope), b, { N, W, nHeads, HS, inverse: 0 });
+  const got = rec.read(b.x);
+  await rec.submit();
+  const out = new Float32Array(await got);
+  expect(Array.from(out.subarray(W, 2 * W))).toEqual(Array.from(x.subarray(W, 2 * W)));
+  const want = Float64Array.from(x);
+  ropeRef(want, positions, N, W, nHeads, HS, 10000, 0);
+  expectClose(out.subarray(0, W), want.subarray(0, W), TOL, 'row 0');
+  expectClose(out.subarray(2 * W), want.subarray(2 * W), TOL, 'row 2');
+  for (const buf of Object.values(b)) buf.destroy();
+});
+
+test('ropeRef with inverse = 1 undoes ropeRef, and position 0 is the identity', () => {
+  const [N, NH, NKV, HS] = [4, 3, 1, 16];
+  const W = (NH + 2 * NKV) * HS;
+  const x = Float64Array.from(new Rng(9).float32(N * W));
+  const positions = [0, 1, 17, 3999];
+  const y = Float64Array.from(x);
+  ropeRef(y, positions, N, W, NH + NKV, HS, 10000, 0);
+  expect(Array.from(y.subarray(0, W))).toEqual(Array.from(x.subarray(0, W)));
+  expect(Math.max(...y.map((v, i) => Math.abs(v - x[i]!)))).toBeGreaterThan(0.1);
+  ropeRef(y, positions, N, W, NH + NKV, HS, 10000, 1);
+  expectClose(y, x, { atol: 1e-14, rtol: 0 }, 'inverse(forward(x))'); // float64 rounding only
+});
+
+test('rope tables, frequencies and refusals', async () => {
+  expect(Array.from(ropeInvFreq(4, 10000))).toEqual([1, 0.01]);
+  const { cos, sin } = ropeTables(3, 4, 10000);
+  expect(Array.from(cos)).toEqual([
+    1,
+    1,
+    Math.fround(Math.cos(1)),
+    Math.fround(Math.cos(0.01)),
+    Math.fround(Math.cos(2)),
+    Math.fround(Math.cos(0.02)),
+  ]);
+  expect(sin[4]).toBe(Math.fround(Math.sin(2)));
+  expect(() => ropeTables(3, 5, 10000)).toThrow(/even/);
+  const rt = await testRuntime();
+  expect(() => rope.dispatch({ N: 1, W: 16, nHeads: 3, HS: 8, inverse: 0 }, rt.limits)).toThrow(/do not fit/);
+  expect(() => rope.dispatch({ N: 1, W: 16, nHeads: 1, HS: 7, inverse: 0 }, rt.limits)).toThrow(/even/);
+  expect(() => rope.dispatch({ N: 1, W: 16, nHeads: 1, HS: 8, inverse: 2 }, rt.limits)).toThrow(/0 or 1/);
+});
