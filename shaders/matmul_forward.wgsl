@@ -9,6 +9,11 @@
 //   naive  one output per thread, K looped from global memory (the baseline the bench compares).
 // Every load is bounds-checked, so any M, N, K >= 1 works.
 //
+// Output stride: out[m, n] (and pre) is stored at m * ldo + col0 + n, so a product can fill the
+// column block [col0, col0 + N) of a wider matrix with row stride ldo >= col0 + N (the LM head of
+// a vocabulary in chunks writes its chunk's logits into one (M, V) buffer). ldo = N, col0 = 0 is
+// the dense (M, N) output. The inputs are always dense.
+//
 // Overrides:
 //   HAS_BIAS   add bias (N); when false `bias` may be any buffer (it is not read)
 //   GELU       apply the GPT-2 tanh GELU to the sum
@@ -19,10 +24,12 @@ struct Params {
   M: u32,
   K: u32,
   N: u32,
+  ldo: u32,   // row stride of out and pre (N when dense)
+  col0: u32,  // first column of out and pre written (0 when dense)
 }
 
-@group(0) @binding(0) var<storage, read_write> out: array<f32>;  // (M, N)
-@group(0) @binding(1) var<storage, read_write> pre: array<f32>;  // (M, N) when WRITE_PRE
+@group(0) @binding(0) var<storage, read_write> out: array<f32>;  // (M, ldo), columns [col0, col0 + N) written
+@group(0) @binding(1) var<storage, read_write> pre: array<f32>;  // (M, ldo) when WRITE_PRE, as out
 @group(0) @binding(2) var<storage, read> inp: array<f32>;        // (M, K)
 @group(0) @binding(3) var<storage, read> weight: array<f32>;     // (N, K)
 @group(0) @binding(4) var<storage, read> bias: array<f32>;       // (N) when HAS_BIAS
@@ -59,7 +66,7 @@ fn store(m: u32, n: u32, sum: f32) {
   if (HAS_BIAS) {
     v += bias[n];
   }
-  let i = m * params.N + n;
+  let i = m * params.ldo + params.col0 + n;
   if (WRITE_PRE) {
     pre[i] = v;
   }

@@ -7,6 +7,7 @@ import type { KernelSpec } from '../gpu/kernel';
 import { expectClose, testRuntime } from '../testing/gpu';
 import { Rng } from '../util/random';
 import {
+  checkMatmulProblem,
   matmulForwardBindings,
   matmulForwardFusedRef,
   matmulForwardNaive,
@@ -128,4 +129,76 @@ test('tiled: a non-finite input stays in its row (slices past K are masked on bo
   matmulForwardRef(want, inp, weight, null, M, K, N);
   expectClose(new Float32Array(await out), want.subarray(0, (M - 1) * N), TOL, 'rows 0..M-2 with inf in row M-1');
   for (const b of Object.values(bufs)) b.destroy();
+});
+
+/**
+ * The LM head of a vocabulary in chunks: each chunk's product writes its column block
+ * [col0, col0 + N) of one (M, ldo) logits matrix (ldo = V + 3 here: the padding columns past V,
+ * like every column of another block, must keep what they held). pre is strided the same way.
+ */
+async function runStrided(spec: KernelSpec<MatmulProblem> | 'selected', v: MatmulForwardVariant): Promise<void> {
+  const [M, K] = [5, 17];
+  const blocks = [
+    [0, 33],
+    [33, 37],
+  ] as const; // [col0, N]: V = 70 columns in two chunks
+  const ldo = 73;
+  const rt = await testRuntime();
+  const rng = new Rng(ldo);
+  const inp = rng.float32(M * K);
+  const weights = blocks.map(([, N]) => rng.float32(N * K));
+  const biases = blocks.map(([, N]) => rng.float32(N));
+  const sentinel = new Float32Array(M * ldo).fill(-7.5);
+  const bufs = {
+    out: rt.upload(sentinel, 'logits'),
+    pre: v.pre ? rt.upload(sentinel, 'pre') : null,
+    inp: rt.upload(inp, 'inp'),
+  };
+  const chunkBufs = blocks.map((_, i) => ({
+    weight: rt.upload(weights[i]!, `weight ${i}`),
+    bias: v.bias ? rt.upload(biases[i]!, `bias ${i}`) : null,
+  }));
+  const rec = rt.record('matmul strided');
+  for (const [i, [col0, N]] of blocks.entries()) {
+    const p: MatmulProblem = { M, K, N, ldo, col0 };
+    const b = { ...bufs, ...chunkBufs[i]! };
+    if (spec === 'selected') await recordMatmulForward(rt, rec, b, p, { gelu: v.gelu });
+    else rec.dispatch(await rt.compile(spec), matmulForwardBindings(rt, b), p);
+  }
+  const out = rec.read(bufs.out);
+  const pre = bufs.pre ? rec.read(bufs.pre) : null;
+  await rec.submit();
+
+  const wantOut = Float64Array.from(sentinel);
+  const wantPre = Float64Array.from(sentinel);
+  for (const [i, [col0, N]] of blocks.entries()) {
+    const o = new Float64Array(M * N);
+    const q = new Float64Array(M * N);
+    matmulForwardFusedRef(o, q, inp, weights[i]!, v.bias ? biases[i]! : null, M, K, N, v.gelu);
+    for (let m = 0; m < M; m++) {
+      wantOut.set(o.subarray(m * N, (m + 1) * N), m * ldo + col0);
+      wantPre.set(q.subarray(m * N, (m + 1) * N), m * ldo + col0);
+    }
+  }
+  const what = `${spec === 'selected' ? 'selected' : spec.name} strided ${JSON.stringify(v)}`;
+  expectClose(new Float32Array(await out), wantOut, TOL, `${what} out`);
+  if (pre) expectClose(new Float32Array(await pre), wantPre, TOL, `${what} pre`);
+  for (const b of [...Object.values(bufs), ...chunkBufs.flatMap((c) => Object.values(c))]) b?.destroy();
+}
+
+describe('matmul forward writes a column block of a wider output (ldo, col0)', () => {
+  test('tiled 64x64 plain', () => runStrided(matmulForwardTiled(PLAIN), PLAIN));
+  test('tiled 64x64 bias+gelu+pre (pre strided too)', () => runStrided(matmulForwardTiled(FULL), FULL));
+  test('naive bias+gelu+pre', () => runStrided(matmulForwardNaive(FULL), FULL));
+  test('selected 16-row tile, bias', () => runStrided('selected', { bias: true, gelu: false, pre: false }));
+  test('problems whose block does not fit the stride are refused; the backward refuses any stride', async () => {
+    const rt = await testRuntime();
+    const tiled = matmulForwardTiled(PLAIN);
+    expect(() => tiled.dispatch({ M: 2, K: 3, N: 4, ldo: 5, col0: 2 }, rt.limits)).toThrow(/ldo=5 must be/);
+    expect(() => matmulForwardNaive(PLAIN).dispatch({ M: 2, K: 3, N: 4, ldo: 3 }, rt.limits)).toThrow(/ldo=3/);
+    expect(() => tiled.dispatch({ M: 2, K: 3, N: 4, col0: -1, ldo: 8 }, rt.limits)).toThrow(/col0/);
+    expect(tiled.dispatch({ M: 2, K: 3, N: 4, ldo: 9, col0: 5 }, rt.limits)).toEqual([1, 1, 1]);
+    expect(() => checkMatmulProblem({ M: 2, K: 3, N: 4, ldo: 8 }, 'matmul_backward')).toThrow(/dense/);
+    expect(() => checkMatmulProblem({ M: 2, K: 3, N: 4, ldo: 4, col0: 0 }, 'matmul_backward')).not.toThrow();
+  });
 });

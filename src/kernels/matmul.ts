@@ -9,6 +9,12 @@
  * (a workgroup of WG_X x WG_Y threads computes a 4*WG_Y x 4*WG_X tile). Which one runs for which
  * shape is decided by `selectMatmulForward`, apart from the specs.
  *
+ * Output stride: a problem may set `ldo` (row stride of out and pre, default N) and `col0` (first
+ * column written, default 0), so the forward fills the column block [col0, col0 + N) of a wider
+ * (M, ldo) matrix: the LM head of a vocabulary stored in chunks writes each chunk's logits into
+ * one (M, V) buffer. The backward kernels (./matmul_backward.ts) assume ldo = N and col0 = 0
+ * (dense dout); checkMatmulProblem refuses a strided problem unless told the caller handles it.
+ *
  * Both float64 references live here (matmulForwardRef, matmulBackwardRef); the backward kernels
  * are in ./matmul_backward.ts.
  */
@@ -23,6 +29,10 @@ export interface MatmulProblem {
   M: number;
   K: number;
   N: number;
+  /** row stride of out and pre, >= col0 + N (default N; the forward only) */
+  ldo?: number;
+  /** first column of out and pre written (default 0; the forward only) */
+  col0?: number;
 }
 
 /** What the forward computes besides the product. */
@@ -42,23 +52,40 @@ export type MatmulStrategy = 'tiled' | 'naive';
 export type MatmulWorkgroup = readonly [number, number];
 
 const MATMUL_BINDINGS = [
-  { name: 'out', kind: 'storage' }, // (M, N)
-  { name: 'pre', kind: 'storage' }, // (M, N) pre-activation when variant.pre, else any other buffer (unused)
+  { name: 'out', kind: 'storage' }, // (M, ldo), columns [col0, col0 + N) written
+  { name: 'pre', kind: 'storage' }, // (M, ldo) pre-activation when variant.pre (as out), else any other buffer (unused)
   { name: 'inp', kind: 'read-only-storage' }, // (M, K)
   { name: 'weight', kind: 'read-only-storage' }, // (N, K)
   { name: 'bias', kind: 'read-only-storage' }, // (N) when variant.bias, else any buffer (unused)
   { name: 'params', kind: 'uniform' },
 ] as const;
 
-/** 12 bytes: M, K, N as u32 (struct Params of the shader). */
+/** 20 bytes: M, K, N, ldo, col0 as u32 (struct Params of the shader). */
 export function matmulUniforms(p: MatmulProblem): Uint32Array<ArrayBuffer> {
-  return new Uint32Array([p.M, p.K, p.N]);
+  return new Uint32Array([p.M, p.K, p.N, p.ldo ?? p.N, p.col0 ?? 0]);
 }
 
-export function checkMatmulProblem(p: MatmulProblem, what: string): void {
+/**
+ * Throws unless M, K, N are positive integers and the output block fits its stride
+ * (checkMatmulOutput). A strided output (ldo != N or col0 != 0) is refused unless `strided`
+ * says the caller's kernel writes one (the forward does; the backward kernels read a dense dout).
+ */
+export function checkMatmulProblem(p: MatmulProblem, what: string, strided = false): void {
   for (const k of ['M', 'K', 'N'] as const) {
     if (!Number.isInteger(p[k]) || p[k] < 1) throw new Error(`${what}: ${k} must be a positive integer, got ${p[k]}`);
   }
+  checkMatmulOutput(p, what);
+  if (!strided && ((p.ldo ?? p.N) !== p.N || (p.col0 ?? 0) !== 0)) {
+    throw new Error(`${what}: assumes a dense (M, N) output; got ldo=${p.ldo}, col0=${p.col0}`);
+  }
+}
+
+/** Throws unless col0 >= 0 and col0 + N <= ldo (integers), so the column block fits each row of out. */
+export function checkMatmulOutput(p: MatmulProblem, what: string): void {
+  const ldo = p.ldo ?? p.N;
+  const col0 = p.col0 ?? 0;
+  if (!Number.isInteger(col0) || col0 < 0) throw new Error(`${what}: col0 must be a non-negative integer, got ${col0}`);
+  if (!Number.isInteger(ldo) || ldo < col0 + p.N) throw new Error(`${what}: ldo=${ldo} must be an integer >= col0 + N = ${col0 + p.N}`);
 }
 
 function variantConstants(v: MatmulForwardVariant): Record<string, number> {
@@ -76,7 +103,10 @@ export function matmulForwardTiled(v: MatmulForwardVariant, wg: MatmulWorkgroup 
     bindings: MATMUL_BINDINGS,
     workgroupSize: [wx, wy],
     constants: variantConstants(v),
-    dispatch: (p) => [Math.ceil(p.N / (4 * wx)), Math.ceil(p.M / (4 * wy)), 1] satisfies WorkgroupCount,
+    dispatch: (p) => {
+      checkMatmulOutput(p, 'matmul_forward_tiled');
+      return [Math.ceil(p.N / (4 * wx)), Math.ceil(p.M / (4 * wy)), 1] satisfies WorkgroupCount;
+    },
     uniforms: matmulUniforms,
   };
 }
@@ -91,7 +121,10 @@ export function matmulForwardNaive(v: MatmulForwardVariant, wg: MatmulWorkgroup 
     bindings: MATMUL_BINDINGS,
     workgroupSize: [wx, wy],
     constants: variantConstants(v),
-    dispatch: (p) => [Math.ceil(p.N / wx), Math.ceil(p.M / wy), 1] satisfies WorkgroupCount,
+    dispatch: (p) => {
+      checkMatmulOutput(p, 'matmul_forward_naive');
+      return [Math.ceil(p.N / wx), Math.ceil(p.M / wy), 1] satisfies WorkgroupCount;
+    },
     uniforms: matmulUniforms,
   };
 }
@@ -117,8 +150,8 @@ export function selectMatmulForward(
 
 /** The GPU buffers of one forward; bias and pre are optional (see the variant). */
 export interface MatmulForwardBuffers {
-  out: BufferBinding; // (M, N)
-  pre?: BufferBinding | null; // (M, N), only with gelu
+  out: BufferBinding; // (M, ldo), columns [col0, col0 + N) written (dense (M, N) by default)
+  pre?: BufferBinding | null; // (M, ldo) as out, only with gelu
   inp: BufferBinding; // (M, K)
   weight: BufferBinding; // (N, K)
   bias?: BufferBinding | null; // (N)
@@ -146,7 +179,7 @@ export async function recordMatmulForward(
   p: MatmulProblem,
   opts: { gelu?: boolean; strategy?: MatmulStrategy } = {},
 ): Promise<void> {
-  checkMatmulProblem(p, 'matmul_forward');
+  checkMatmulProblem(p, 'matmul_forward', true);
   const spec = selectMatmulForward(p, matmulForwardVariant(b, !!opts.gelu), opts.strategy);
   rec.dispatch(await rt.compile(spec), matmulForwardBindings(rt, b), p);
 }
