@@ -44,14 +44,14 @@ async function runRope(N: number, NH: number, NKV: number, HS: number, theta: nu
 }
 
 describe('rope matches its float64 reference', () => {
-  test.each([
+  test.each<[number, number, number, number, number, number, number]>([
     // N, NH, NKV, HS, theta, maxPos, inverse
     [1, 1, 1, 2, 10000, 1, 0], // the smallest head, position 0 only
     [7, 3, 1, 8, 10000, 50, 0],
     [5, 4, 2, 24, 100000, 300, 1], // SmolLM2's theta, inverse
     [3, 9, 3, 64, 100000, 4096, 0], // SmolLM2-135M's heads, a long table
     [4, 2, 1, 256, 1000000, 2000, 1], // Qwen2's theta, the largest head size
-  ] as const)('N=%i NH=%i NKV=%i HS=%i theta=%i maxPos=%i inverse=%i', (...a) => runRope(...a));
+  ])('N=%i NH=%i NKV=%i HS=%i theta=%i maxPos=%i inverse=%i', (...a) => runRope(...a));
 });
 
 test('rope leaves rows whose position is past the tables unchanged', async () => {
