@@ -83,8 +83,11 @@ test('ropeRef with inverse = 1 undoes ropeRef, and position 0 is the identity', 
   ropeRef(y, positions, N, W, NH + NKV, HS, 10000, 0);
   expect(Array.from(y.subarray(0, W))).toEqual(Array.from(x.subarray(0, W)));
   expect(Math.max(...y.map((v, i) => Math.abs(v - x[i]!)))).toBeGreaterThan(0.1);
+  const z = Float64Array.from(y);
   ropeRef(y, positions, N, W, NH + NKV, HS, 10000, 1);
   expectClose(y, x, { atol: 1e-14, rtol: 0 }, 'inverse(forward(x))'); // float64 rounding only
+  ropeRef(z, positions, N, W, NH + NKV, HS, 10000, true); // inverse as a boolean
+  expect(Array.from(z)).toEqual(Array.from(y));
 });
 
 test('rope tables, frequencies and refusals', async () => {

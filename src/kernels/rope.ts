@@ -98,8 +98,8 @@ export function ropeTables(
 
 /**
  * float64 reference: x (N, W) rotated in place, heads [0, nHeads) of each row, by the angles
- * positions[n] * theta^(-2i/HS) (by their negatives when inverse = 1), cos and sin taken of the
- * angle itself.
+ * positions[n] * theta^(-2i/HS) (by their negatives when inverse is 1 or true), cos and sin
+ * taken of the angle itself.
  */
 export function ropeRef(
   x: Float64Array,
@@ -109,9 +109,9 @@ export function ropeRef(
   nHeads: number,
   HS: number,
   theta: number,
-  inverse: number,
+  inverse: number | boolean,
 ): void {
-  checkRopeProblem({ N, W, nHeads, HS, inverse }, 'ropeRef');
+  checkRopeProblem({ N, W, nHeads, HS, inverse: Number(inverse) }, 'ropeRef');
   const H = HS / 2;
   const invFreq = ropeInvFreq(HS, theta);
   const sign = inverse ? -1 : 1;
