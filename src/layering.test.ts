@@ -33,10 +33,11 @@ const LAYERS: Record<string, { over: string[]; why: string }> = {
   lab: { over: ['rl'], why: 'what the store and the panels compute without the DOM: checkpoints, rollout comparison, what-if' },
   rl: { over: ['policy', 'reward'], why: 'the RL pipeline: tasks, SFT, reward model, PPO/GRPO, exploration, run store, workers' },
   policy: {
-    over: ['onnx'],
-    why: 'the Policy interface the RL stages use (tokenizer, describe, generate, forward, train steps, checkpoints) and its factories: the lab GPT, a frozen ONNX model',
+    over: ['onnx', 'hf'],
+    why: 'the Policy interface the RL stages use (tokenizer, describe, generate, forward, train steps, checkpoints) and its factories: the lab GPT, a frozen ONNX model, an imported Hugging Face model',
   },
   onnx: { over: ['model', 'tokenizer'], why: 'ONNX export, import and parity of our models' },
+  hf: { over: ['model', 'tokenizer'], why: 'Hugging Face model folders: load (config, safetensors, tokenizer) and export' },
   model: { over: ['kernels', 'container'], why: 'config, parameter table, CPU and GPU models, trainers, generation, backends' },
   kernels: { over: ['gpu', 'shaders'], why: 'one WGSL kernel each: wrapper, float64 reference, the self-check' },
   gpu: { over: ['util'], why: 'the WebGPU runtime: adapter, recorder, kernel specs, buffer pool, providers' },

@@ -5,11 +5,33 @@
  */
 import { randUniformRef } from '../kernels/rand';
 import { sampleRef } from '../kernels/sample';
-import type { CpuModel } from './cpu';
+import type { CpuModel, ForwardInput } from './cpu';
 import { Collector, padPrompts, validateGenerate, type GenerateOptions, type GenerateResult } from './generate-common';
 
+/** What generation needs of a float64 model: the lab GPT (cpu.ts) and the imported decoder (decoder-cpu.ts). */
+export interface CpuDecoder<Cache> {
+  readonly vocabSize: number;
+  readonly contextLength: number;
+  createKvCache(B: number, Tmax: number): Cache;
+  /** logits (BT, V) and, where the model has a value head, values (BT) */
+  forward(input: ForwardInput, kv: { cache: Cache; pos: number }): { logits: Float64Array; values?: Float64Array };
+}
+
 export function cpuGenerate(model: CpuModel, prompts: ArrayLike<number>[], opts: GenerateOptions): GenerateResult {
-  const { vocabSize: V, contextLength } = model.config;
+  return cpuGenerateOn(
+    {
+      vocabSize: model.config.vocabSize,
+      contextLength: model.config.contextLength,
+      createKvCache: (B, T) => model.createKvCache(B, T),
+      forward: (i, kv) => model.forward(i, kv),
+    },
+    prompts,
+    opts,
+  );
+}
+
+export function cpuGenerateOn<Cache>(model: CpuDecoder<Cache>, prompts: ArrayLike<number>[], opts: GenerateOptions): GenerateResult {
+  const { vocabSize: V, contextLength } = model;
   const { B, P, N } = validateGenerate(prompts, opts, contextLength);
   const t0 = performance.now();
   const { start, tokens, positions } = padPrompts(prompts, P);
@@ -25,7 +47,7 @@ export function cpuGenerate(model: CpuModel, prompts: ArrayLike<number>[], opts:
     const lastValues = new Float64Array(B);
     for (let b = 0; b < B; b++) {
       last.set(logits.subarray((b * rows + rows - 1) * V, (b * rows + rows) * V), b * V);
-      lastValues[b] = values[b * rows + rows - 1]!;
+      lastValues[b] = values ? values[b * rows + rows - 1]! : 0;
     }
     const c = opts.constrain?.(s, collector.tokens) ?? null;
     const u = randUniformRef(opts.seed, s, B);

@@ -7,26 +7,86 @@
  * back only to check stop conditions (every `checkEvery` steps), or at every step when a
  * `constrain` hook needs them.
  */
-import type { Recorder } from '../gpu/recorder';
+import type { BufferBinding, Recorder } from '../gpu/recorder';
+import type { GpuRuntime } from '../gpu/runtime';
 import { randUniform } from '../kernels/rand';
 import { sample } from '../kernels/sample';
 import { Collector, padPrompts, validateGenerate, type GenerateOptions, type GenerateResult } from './generate-common';
-import type { GpuModel } from './gpu';
+import type { GpuModel, KvCache } from './gpu';
 import { allocActs, destroyActs, type ActBuffers } from './gpu-acts';
 
 export type { GenerateOptions, GenerateResult } from './generate-common';
 
-export async function generate(model: GpuModel, prompts: ArrayLike<number>[], opts: GenerateOptions): Promise<GenerateResult> {
-  const { rt, config } = model;
-  const { vocabSize: V, contextLength } = config;
+/** The buffers of one forward shape (B, T): inputs tokens, positions, start; outputs logits, values. */
+export interface StepBuffers {
+  B: number;
+  T: number;
+  tokens: GPUBuffer; // (B, T) u32
+  positions: GPUBuffer; // (B, T) u32
+  start: GPUBuffer; // (B) u32
+  /** (B, T, V), or (B, V) when `lastOnly`: the last position's logits of each row */
+  logits: GPUBuffer;
+  /** (B, T) or (B) with `lastOnly` */
+  values: GPUBuffer;
+  lastOnly: boolean;
+}
+
+/** What generation needs of a model on the GPU: the lab GPT (gpu.ts) and the imported decoder (decoder-gpu.ts). */
+export interface GpuDecoder<Cache, Step extends StepBuffers = StepBuffers> {
+  readonly rt: GpuRuntime;
+  readonly vocabSize: number;
+  readonly contextLength: number;
+  createKvCache(B: number, Tmax: number): Cache;
+  destroyKvCache(cache: Cache): void;
+  /** buffers for (B, T); `lastOnly` asks for the last position's logits only (a prefill), where the model can */
+  allocStep(B: number, T: number, lastOnly: boolean): Step;
+  destroyStep(s: Step): void;
+  /** records a forward of s.T new positions from `pos` that extends the cache; tokens / positions may live elsewhere */
+  recordForward(
+    rec: Recorder,
+    s: Step,
+    kv: { cache: Cache; pos: number; tokens?: BufferBinding; positions?: BufferBinding },
+  ): Promise<void>;
+}
+
+/** The lab GPT as a GpuDecoder: its activations for (B, T) serve as step buffers (it computes every position's logits). */
+export function labDecoder(model: GpuModel): GpuDecoder<KvCache, ActBuffers & StepBuffers> {
+  return {
+    rt: model.rt,
+    vocabSize: model.config.vocabSize,
+    contextLength: model.config.contextLength,
+    createKvCache: (B, Tmax) => model.createKvCache(B, Tmax),
+    destroyKvCache: (cache) => {
+      for (const l of cache.layers) {
+        l.k.destroy();
+        l.v.destroy();
+      }
+    },
+    allocStep: (B, T) => Object.assign(allocActs(model.rt, model.config, B, T), { lastOnly: false }),
+    destroyStep: (s) => destroyActs(s),
+    recordForward: (rec, s, kv) => model.recordForward(rec, s, kv),
+  };
+}
+
+export function generate(model: GpuModel, prompts: ArrayLike<number>[], opts: GenerateOptions): Promise<GenerateResult> {
+  return generateOn(labDecoder(model), prompts, opts);
+}
+
+/** Generation on any GpuDecoder (see the file's comment). */
+export async function generateOn<Cache, Step extends StepBuffers>(
+  model: GpuDecoder<Cache, Step>,
+  prompts: ArrayLike<number>[],
+  opts: GenerateOptions,
+): Promise<GenerateResult> {
+  const { rt, vocabSize: V, contextLength } = model;
   const { B, P, N } = validateGenerate(prompts, opts, contextLength);
   const t0 = performance.now();
   const submits0 = rt.stats.submits;
   const { start, tokens, positions } = padPrompts(prompts, P);
 
   const cache = model.createKvCache(B, P + N);
-  const prefill = allocActs(rt, config, B, P);
-  const step = allocActs(rt, config, B, 1);
+  const prefill = model.allocStep(B, P, true);
+  const step = model.allocStep(B, 1, true);
   // Step-major outputs; the positions table has a 256-byte row stride so each row can be bound.
   const stride = Math.ceil(B / 64) * 64;
   const out = {
@@ -62,7 +122,7 @@ export async function generate(model: GpuModel, prompts: ArrayLike<number>[], op
     let rec: Recorder = rt.record('generate prefill');
     await model.recordForward(rec, prefill, { cache, pos: 0 });
     for (let b = 0; b < B; b++) {
-      const row = b * P + P - 1;
+      const row = prefill.lastOnly ? b : b * P + P - 1;
       rec.copy(prefill.logits, row * V * 4, out.lastLogits, b * V * 4, V * 4);
       rec.copy(prefill.values, row * 4, out.lastValues, b * 4, 4);
     }
@@ -125,11 +185,9 @@ export async function generate(model: GpuModel, prompts: ArrayLike<number>[], op
       }
     }
   } finally {
-    for (const a of [prefill, step] as ActBuffers[]) destroyActs(a);
-    for (const l of cache.layers) {
-      l.k.destroy();
-      l.v.destroy();
-    }
+    model.destroyStep(prefill);
+    model.destroyStep(step);
+    model.destroyKvCache(cache);
     for (const b of Object.values(out)) b.destroy();
   }
 

@@ -148,3 +148,37 @@ export function readSafetensorsIndex(text: string, file = 'model.safetensors.ind
   }
   return out;
 }
+
+/**
+ * A safetensors file of F32 tensors, in the given order, laid out as the reference library
+ * writes it: the JSON header padded with spaces to a multiple of 8 bytes, then the tensors'
+ * little-endian bytes back to back.
+ */
+export function writeSafetensors(
+  tensors: readonly { name: string; shape: readonly number[]; data: Float32Array }[],
+  metadata: Record<string, string> = { format: 'pt' },
+): Uint8Array<ArrayBuffer> {
+  const header: Record<string, unknown> = { __metadata__: metadata };
+  let offset = 0;
+  for (const t of tensors) {
+    const count = t.shape.reduce((a, b) => a * b, 1);
+    if (count !== t.data.length)
+      throw new Error(`writeSafetensors: tensor "${t.name}" has ${t.data.length} values, shape [${t.shape}] needs ${count}`);
+    if (t.name in header) throw new Error(`writeSafetensors: tensor "${t.name}" twice`);
+    header[t.name] = { dtype: 'F32', shape: t.shape, data_offsets: [offset, offset + 4 * count] };
+    offset += 4 * count;
+  }
+  let json = new TextEncoder().encode(JSON.stringify(header));
+  const padded = Math.ceil(json.length / 8) * 8;
+  if (padded !== json.length) json = new TextEncoder().encode(JSON.stringify(header) + ' '.repeat(padded - json.length));
+  const out = new Uint8Array(8 + padded + offset);
+  const view = new DataView(out.buffer);
+  view.setBigUint64(0, BigInt(padded), true);
+  out.set(json, 8);
+  let at = 8 + padded;
+  for (const t of tensors) {
+    for (let i = 0; i < t.data.length; i++) view.setFloat32(at + 4 * i, t.data[i]!, true);
+    at += 4 * t.data.length;
+  }
+  return out;
+}
