@@ -1,7 +1,10 @@
 import { StreamDecoder } from './decoder';
 import { parseTokenizerJSON, type TokenizerJSON, TOKENIZER_FORMAT, TOKENIZER_VERSION } from './json';
 import { PRETOKENIZER_NAME, forEachChunk } from './pretokenize';
+import type { EncodeOptions, TextTokenizer } from './types';
 import { wtf8DecodeChunk, wtf8Encode } from './wtf8';
+
+export type { EncodeOptions } from './types';
 
 /** Ids 0..255 are the raw bytes. */
 export const MIN_VOCAB = 256;
@@ -18,16 +21,11 @@ export function pairKey(left: number, right: number): number {
   return left * 65536 + right;
 }
 
-export interface EncodeOptions {
-  /** Turn special-token strings in the text into their ids (default false: they are plain text). */
-  allowSpecial?: boolean;
-}
-
 /**
  * Byte-level BPE tokenizer. Ids: 0..255 raw bytes (of the WTF-8 encoding, see wtf8.ts), then
  * 256 + i for merge i, then the special tokens. `decode(encode(s)) === s` for every JS string.
  */
-export class Tokenizer {
+export class Tokenizer implements TextTokenizer {
   /** Number of ids: 256 + merges + specials. */
   readonly vocabSize: number;
   readonly numMerges: number;
@@ -73,6 +71,11 @@ export class Tokenizer {
       specials: [...this.specials],
       merges: Array.from(this.merges),
     };
+  }
+
+  /** The ids that end a generation: just eosId (TextTokenizer). */
+  get eosIds(): readonly number[] {
+    return [this.eosId];
   }
 
   /** Chunk encodings cached now (at most CHUNK_CACHE_LIMIT). */
