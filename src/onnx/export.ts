@@ -20,9 +20,9 @@
  */
 import type { ModelSnapshot } from '../model/model-file';
 import type { ModelConfig } from '../model/config';
-import { LAYERNORM_EPS } from '../kernels/layernorm';
 import { layerParam, paramTable, view } from '../model/params';
 import { attr, GraphBuilder } from './graph';
+import { causalFrame, gelu, layerNorm } from './lm-graph';
 import { DataType, encodeModel, type ModelProto } from './proto';
 
 /** metadata_props key -> value written into every export. */
@@ -94,14 +94,8 @@ export function buildOnnxModel(snap: Pick<ModelSnapshot, 'config' | 'params'>, o
       })
     : null;
 
-  // sizes as scalars: T new rows, P past rows, S = P + T keys
-  const scalar = (x: string) => g.op('Squeeze', [x]);
-  const T = scalar(g.op('Gather', [g.op('Shape', [ids]), g.i64([1])]));
-  const P = past ? scalar(g.op('Gather', [g.op('Shape', [past[0]!.k]), g.i64([2])])) : g.i64([0], []);
-  const S = g.op('Add', [P, T]);
-  const qIdx = g.op('Range', [P, S, g.i64([1], [])]); // (T) absolute index of each query
-  const kIdx = g.op('Range', [g.i64([0], []), S, g.i64([1], [])]); // (S)
-  const allowed = attentionAllowed(g, qIdx, kIdx, mask); // (B or 1, 1, T, S) bool
+  // T new rows, P past rows, S = P + T keys; qIdx (T) each query's absolute index; allowed (B or 1, 1, T, S)
+  const { qIdx, allowed } = causalFrame(g, ids, past ? past[0]!.k : null, mask);
 
   // embeddings: wte[ids] + wpe[positions]
   const positions = posIds ?? g.op('Unsqueeze', [qIdx, g.i64([0])]); // (B or 1, T)
@@ -174,33 +168,4 @@ function exportMetadata(cfg: ModelConfig, kv: boolean, tokenizerFile: string | u
   if (kv) m[META.kvLayout] = KV_LAYOUT;
   if (tokenizerFile) m[META.tokenizer] = tokenizerFile;
   return m;
-}
-
-/**
- * (B or 1, 1, T, S) bool: query q (absolute index qIdx) sees key j iff j == q or (j <= q and
- * mask[b, j] != 0), as attends() in attention_ref.ts.
- */
-function attentionAllowed(g: GraphBuilder, qIdx: string, kIdx: string, mask: string | null): string {
-  const qCol = g.op('Unsqueeze', [qIdx, g.i64([1])], { prefix: 'mask' }); // (T, 1)
-  const kRow = g.op('Unsqueeze', [kIdx, g.i64([0])], { prefix: 'mask' }); // (1, S)
-  const causal = g.op('LessOrEqual', [kRow, qCol], { prefix: 'mask' }); // (T, S)
-  if (!mask) return causal;
-  const self = g.op('Equal', [kRow, qCol], { prefix: 'mask' }); // (T, S)
-  const real = g.op('Unsqueeze', [g.op('Cast', [mask], { attrs: [attr.int('to', DataType.BOOL)], prefix: 'mask' }), g.i64([1, 2])], {
-    prefix: 'mask',
-  }); // (B, 1, 1, S)
-  return g.op('Or', [g.op('And', [causal, real], { prefix: 'mask' }), self], { prefix: 'mask' }); // (B, 1, T, S)
-}
-
-function layerNorm(g: GraphBuilder, x: string, scale: string, bias: string, prefix: string): string {
-  return g.op('LayerNormalization', [x, scale, bias], { attrs: [attr.int('axis', -1), attr.float('epsilon', LAYERNORM_EPS)], prefix });
-}
-
-/** 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), kernels/gelu.ts. */
-function gelu(g: GraphBuilder, x: string, prefix: string): string {
-  const o = { prefix: `${prefix}/gelu` };
-  const x3 = g.op('Mul', [x, g.op('Mul', [x, x], o)], o);
-  const inner = g.op('Mul', [g.f32(Math.sqrt(2 / Math.PI)), g.op('Add', [x, g.op('Mul', [g.f32(0.044715), x3], o)], o)], o);
-  const onePlus = g.op('Add', [g.f32(1), g.op('Tanh', [inner], o)], o);
-  return g.op('Mul', [g.op('Mul', [g.f32(0.5), x], o), onePlus], o);
 }
