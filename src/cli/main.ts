@@ -8,8 +8,20 @@ import { suitesCommand } from './commands/suites';
 import { trainCommand } from './commands/train';
 import { evalCommand } from './commands/eval';
 import { onnxCommand } from './commands/onnx';
+import { exportHfCommand, generateCommand, logitsCommand } from './commands/models';
 
-export const COMMANDS: Command[] = [gpuInfoCommand, benchCommand, suitesCommand, scoreCommand, trainCommand, evalCommand, onnxCommand];
+export const COMMANDS: Command[] = [
+  gpuInfoCommand,
+  benchCommand,
+  suitesCommand,
+  scoreCommand,
+  trainCommand,
+  evalCommand,
+  generateCommand,
+  logitsCommand,
+  exportHfCommand,
+  onnxCommand,
+];
 
 const VERSION = '0.1.0';
 

@@ -21,6 +21,7 @@ import type { GenerateOptions, GenerateResult } from '../model/generate-common';
 import type { OptimizerState } from '../model/model-file';
 import type { OptimConfig, RlBatch, TokenBatch } from '../model/optim';
 import type { Tokenizer } from '../tokenizer';
+import type { TextTokenizer } from '../tokenizer/types';
 
 export { DEFAULT_OPTIM, type OptimConfig, type RlBatch, type TokenBatch } from '../model/optim';
 export type { BackendKind, TrainStepResult } from '../model/backend';
@@ -67,8 +68,8 @@ export interface PolicyCheckpoint {
  * also serves where the engine's PolicyBackend is asked for.
  */
 export interface Policy {
-  /** the tokenizer its token ids are of */
-  readonly tokenizer: Tokenizer;
+  /** the tokenizer its token ids are of (the lab's own, or an imported model's tokenizer.json) */
+  readonly tokenizer: TextTokenizer;
   /** where its steps run: the micro-batching of training steps (rl/data.ts) depends on it */
   readonly kind: BackendKind;
   /** its shape (a foreign model's layers, width and heads may be 0: unknown) */

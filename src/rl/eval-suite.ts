@@ -14,7 +14,15 @@ import { DEFAULT_REWARD, type RewardConfig } from '../reward/reward';
 import type { SandboxPool } from '../sandbox/pool';
 import type { ScoreRecord } from '../sandbox/score';
 import type { Task } from '../tasks/types';
-import type { Tokenizer } from '../tokenizer';
+import type { TextTokenizer } from '../tokenizer/types';
+import {
+  completionFormat,
+  promptFormatFor,
+  type ChatSource,
+  type PromptFormat,
+  type PromptFormatKind,
+  type PromptFormatSetting,
+} from './prompt-format';
 import { evaluate, type EvalResult } from './evaluate';
 import type { Scorer } from './scorer';
 
@@ -31,6 +39,8 @@ export interface EvalSettings {
   seed: number;
   /** evaluate only the suite's first `limit` tasks; null or absent: all of them */
   limit?: number | null;
+  /** how prompts reach the model (prompt-format.ts): default auto, chat exactly when the tokenizer has a chat template */
+  format?: PromptFormatSetting;
 }
 
 /** `coderl eval`'s defaults (samples: the largest k). */
@@ -72,12 +82,18 @@ export interface EvalPlan {
 }
 
 /** Which tasks fit a model of context `contextLength`, and the completion length they leave room for. */
-export function planEval(tok: Tokenizer, contextLength: number, tasks: readonly Task[], maxNewTokens: number): EvalPlan {
+export function planEval(
+  tok: TextTokenizer,
+  contextLength: number,
+  tasks: readonly Task[],
+  maxNewTokens: number,
+  format: PromptFormat = completionFormat(tok),
+): EvalPlan {
   const fit: Task[] = [];
   const unfit: UnfitTask[] = [];
   let longestPrompt = 0;
   for (const task of tasks) {
-    const promptTokens = tok.encode(task.prompt).length;
+    const promptTokens = format.taskIds(task.prompt, task.language).length;
     if (promptTokens >= contextLength) unfit.push({ task, promptTokens });
     else {
       fit.push(task);
@@ -115,6 +131,8 @@ export interface EvalProgress {
 
 export interface EvalSuiteResult extends EvalResult {
   plan: EvalPlan;
+  /** the prompt format used (the setting resolved for the tokenizer) */
+  format: PromptFormatKind;
   /** one per task, in suite order (the unfit ones included) */
   rows: TaskRow[];
 }
@@ -195,7 +213,7 @@ function countingPool(pool: SandboxPool, on: { submit(): void; result(taskId: st
  */
 export async function evalSuite(
   policy: PolicyBackend,
-  tok: Tokenizer,
+  tok: TextTokenizer & ChatSource,
   tasks: readonly Task[],
   settings: EvalSettings,
   scorer: Scorer,
@@ -203,7 +221,8 @@ export async function evalSuite(
 ): Promise<EvalSuiteResult> {
   const chosen = settings.limit ? tasks.slice(0, settings.limit) : tasks;
   const ctx = policy.config.contextLength;
-  const plan = planEval(tok, ctx, chosen, settings.maxNewTokens);
+  const format = promptFormatFor(settings.format ?? 'auto', tok);
+  const plan = planEval(tok, ctx, chosen, settings.maxNewTokens, format);
   if (!plan.fit.length) {
     const shortest = Math.min(...plan.unfit.map((u) => u.promptTokens));
     throw new Error(`no task's prompt fits the model's context of ${ctx} tokens (the shortest has ${shortest})`);
@@ -231,6 +250,18 @@ export async function evalSuite(
     },
   });
   const cfg = { samples: n, temperature: settings.temperature, k: settings.k, maxNewTokens: plan.maxNewTokens };
-  const r = await evaluate(sampled, tok, plan.fit, cfg, { pool, analyzer: scorer.analyzer }, hooks.reward ?? DEFAULT_REWARD, settings.seed);
-  return { ...r, plan, rows: taskRows(chosen, r.records, plan.unfit, ctx) };
+  const scorerIn = { pool, analyzer: scorer.analyzer };
+  const r = await evaluate(
+    sampled,
+    tok,
+    plan.fit,
+    cfg,
+    scorerIn,
+    hooks.reward ?? DEFAULT_REWARD,
+    settings.seed,
+    undefined,
+    undefined,
+    format,
+  );
+  return { ...r, plan, format: format.kind, rows: taskRows(chosen, r.records, plan.unfit, ctx) };
 }

@@ -4,10 +4,11 @@
  */
 import type { PolicyBackend } from '../model/backend';
 import type { RewardConfig } from '../reward/reward';
-import type { Tokenizer } from '../tokenizer';
+import type { TextTokenizer } from '../tokenizer/types';
 import type { Task } from '../tasks/types';
 import type { EvalConfig } from './config';
 import { sampleTasks, type Sample, type SampleOptions } from './sample';
+import type { PromptFormat } from './prompt-format';
 import { passAtKs, type ScoreRecord } from '../sandbox/score';
 import { scoreRollouts, type Scorer } from './scorer';
 
@@ -39,7 +40,7 @@ export function sampleScoreProgress(onProgress: (fraction: number) => void): {
 /** pass@k of `tasks`, sampled and scored; `onProgress` gets the share done. */
 export async function evaluate(
   backend: PolicyBackend,
-  tok: Tokenizer,
+  tok: TextTokenizer,
   tasks: readonly Task[],
   cfg: EvalConfig,
   scorer: Scorer,
@@ -48,6 +49,8 @@ export async function evaluate(
   constrain?: SampleOptions['constrain'],
   /** the share done (0..1): sampling is counted as the first SAMPLING_SHARE, scoring the rest */
   onProgress?: (fraction: number) => void,
+  /** how prompts reach the model (prompt-format.ts); default plain completion */
+  format?: PromptFormat,
 ): Promise<EvalResult> {
   const progress = onProgress && sampleScoreProgress(onProgress);
   const rollouts = await sampleTasks(backend, tok, tasks, {
@@ -57,6 +60,7 @@ export async function evaluate(
     seed,
     constrain,
     onProgress: progress?.sampled,
+    format,
   });
   const records = await scoreRollouts(scorer, rollouts, reward, progress?.scored);
   const byFamily: Record<string, number> = {};

@@ -6,9 +6,10 @@
 import type { JsSyntax } from '../analysis';
 import type { PolicyBackend } from '../model/backend';
 import type { GenerateOptions } from '../model/generate-common';
-import type { Tokenizer } from '../tokenizer';
+import type { TextTokenizer } from '../tokenizer/types';
 import type { Task } from '../tasks/types';
 import { chunks } from './data';
+import { completionFormat, type PromptFormat } from './prompt-format';
 
 export interface Sample {
   task: Task;
@@ -46,6 +47,8 @@ export interface SampleOptions {
   syntaxRetries?: number;
   /** after each batch of sequences: how many of the call's samples are drawn */
   onProgress?: (done: number, total: number) => void;
+  /** how prompts reach the model (prompt-format.ts); default plain completion */
+  format?: PromptFormat;
 }
 
 type Constrain = NonNullable<GenerateOptions['constrain']>;
@@ -66,7 +69,7 @@ export function combineConstraints(a: ConstrainOut, b: ConstrainOut): ConstrainO
  * Index of the first generated token that makes the program non-viable (or the EOS that ends
  * it invalid), or -1. `eosId` ends the program: it must then parse without errors.
  */
-export function firstNonViable(syntax: JsSyntax, tok: Tokenizer, prompt: string, tokens: readonly number[]): number {
+export function firstNonViable(syntax: JsSyntax, tok: TextTokenizer, prompt: string, tokens: readonly number[]): number {
   const checker = syntax.createPrefixChecker(prompt);
   try {
     if (!checker.canStillBeValid()) return -1; // the prompt itself cannot be fixed by a completion: nothing to constrain
@@ -85,10 +88,17 @@ export function firstNonViable(syntax: JsSyntax, tok: Tokenizer, prompt: string,
 }
 
 /** Samples `samplesPerTask` completions per task; the order is task-major (task 0's samples first). */
-export async function sampleTasks(backend: PolicyBackend, tok: Tokenizer, tasks: readonly Task[], opts: SampleOptions): Promise<Sample[]> {
-  const rows = tasks.flatMap((task, group) =>
-    Array.from({ length: opts.samplesPerTask }, () => ({ task, group, prompt: Array.from(tok.encode(task.prompt)) })),
-  );
+export async function sampleTasks(
+  backend: PolicyBackend,
+  tok: TextTokenizer,
+  tasks: readonly Task[],
+  opts: SampleOptions,
+): Promise<Sample[]> {
+  const format = opts.format ?? completionFormat(tok);
+  const rows = tasks.flatMap((task, group) => {
+    const prompt = format.taskIds(task.prompt, task.language);
+    return Array.from({ length: opts.samplesPerTask }, () => ({ task, group, prompt: prompt.slice() }));
+  });
   const maxT = backend.config.contextLength;
   for (const r of rows) {
     if (r.prompt.length + opts.maxNewTokens > maxT) {
@@ -114,6 +124,7 @@ export async function sampleTasks(backend: PolicyBackend, tok: Tokenizer, tasks:
       temperature: opts.temperature,
       seed: (opts.seed * 7919 + call++) >>> 0,
       eosId: tok.eosId,
+      ...(format.stop.length ? { stop: format.stop } : {}),
       constrain,
     });
   };
@@ -135,8 +146,8 @@ export async function sampleTasks(backend: PolicyBackend, tok: Tokenizer, tasks:
     }));
     if (opts.syntax) await resampleNonViable(samples, opts.syntax, opts.syntaxRetries ?? 4, gen);
     for (const s of samples) {
-      const text = s.tokens[s.tokens.length - 1] === tok.eosId ? s.tokens.slice(0, -1) : s.tokens;
-      out.push({ ...s, completion: tok.decode(text) });
+      const text = tok.eosIds.includes(s.tokens[s.tokens.length - 1]!) ? s.tokens.slice(0, -1) : s.tokens;
+      out.push({ ...s, completion: format.cut(tok.decode(text)) });
     }
     opts.onProgress?.(out.length, rows.length);
   }
