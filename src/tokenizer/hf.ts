@@ -86,6 +86,9 @@ class Files {
   }
 }
 
+/** UTF-8 as Hugging Face decodes it: invalid bytes become U+FFFD (WHATWG), a BOM is kept. Stateless when not streaming. */
+const UTF8 = new TextDecoder('utf-8', { fatal: false, ignoreBOM: true });
+
 const TJ = 'tokenizer.json';
 const TC = 'tokenizer_config.json';
 const GC = 'generation_config.json';
@@ -227,7 +230,6 @@ export class HfTokenizer implements TextTokenizer {
   }
 
   decode(ids: ArrayLike<number>): string {
-    const utf8 = new TextDecoder('utf-8', { fatal: false, ignoreBOM: true });
     let text = '';
     const parts: Uint8Array[] = [];
     let n = 0;
@@ -239,7 +241,7 @@ export class HfTokenizer implements TextTokenizer {
         all.set(p, at);
         at += p.length;
       }
-      text += utf8.decode(all);
+      text += UTF8.decode(all);
       parts.length = 0;
       n = 0;
     };
