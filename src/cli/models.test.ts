@@ -4,7 +4,7 @@
  * @huggingface/tokenizers, then our engine), `logits --json` PyTorch's logits, `export-hf` writes
  * a folder that loads again with the same logits, and `eval --model` runs a suite.
  */
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
@@ -123,5 +123,37 @@ describe('coderl export-hf and eval --model', () => {
     const text = c.out.join('\n');
     expect(text).toMatch(/suite: .*two\.jsonl \(2 tasks\), 2 samples per task at temperature 1, chat prompts/);
     expect(text).toMatch(/pass@1: \d\.\d{4}/);
+  });
+
+  test.each(['humaneval-python', 'humaneval-x-js'])('eval --model on %s by name (first 2 tasks)', async (suite) => {
+    // the Llama fixture with room for HumanEval's prompts (rotary positions have no table to outgrow)
+    const dir = join(mkdtempSync(join(tmpdir(), 'coderl-hf-he-')), 'llama-long');
+    mkdirSync(dir);
+    for (const f of readdirSync(join(FIXTURES, 'llama'))) copyFileSync(join(FIXTURES, 'llama', f), join(dir, f));
+    const config = JSON.parse(readFileSync(join(dir, 'config.json'), 'utf8')) as Record<string, unknown>;
+    writeFileSync(join(dir, 'config.json'), JSON.stringify({ ...config, max_position_embeddings: 2048 }));
+    const c = capture();
+    const argv = [
+      'eval',
+      '--suite',
+      suite,
+      '--model',
+      dir,
+      '--limit',
+      '2',
+      '--k',
+      '1',
+      '--samples',
+      '1',
+      '--temperature',
+      '0',
+      '--max-new-tokens',
+      '8',
+      '--quiet',
+    ];
+    expect(await main(argv, c.io), c.err.join('')).toBe(0);
+    expect(c.out.join('\n')).toMatch(
+      new RegExp(`suite: ${suite} \\(2 tasks\\), 1 samples per task at temperature 0, chat prompts[\\s\\S]*pass@1: 0\\.0000`),
+    );
   });
 });

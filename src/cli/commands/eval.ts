@@ -52,6 +52,7 @@ export const evalCommand: Command = {
     seed: { type: 'string', description: 'sampling seed (default 1)', value: 'S' },
     backend: { type: 'string', description: 'cpu or webgpu (default cpu)', value: 'B' },
     workers: { type: 'string', description: `sandbox workers (default ${phasedPoolSize()})`, value: 'N' },
+    limit: { type: 'string', description: "evaluate only the suite's first N tasks", value: 'N' },
     out: { type: 'string', description: 'write the scored samples as JSONL here', value: 'R' },
     quiet: { type: 'boolean', description: 'print only the summary (no progress)' },
   },
@@ -83,6 +84,7 @@ export const evalCommand: Command = {
     const seed = intOption('eval', options, 'seed', 0) ?? EVAL_DEFAULTS.seed;
     const backend = backendOption('eval', options.backend);
     const workers = intOption('eval', options, 'workers', 1) ?? phasedPoolSize();
+    const limit = intOption('eval', options, 'limit', 1) ?? null;
     // the suite first: a wrong --suite (a name that is no file) is told before the checkpoint is read
     const suiteArg = resolveSuiteArg(suitePath);
     const suite = await loadSuite(await readSuiteArg('eval', suiteArg), suiteArg.path);
@@ -115,7 +117,8 @@ export const evalCommand: Command = {
       };
     }
     const maxNew = intOption('eval', options, 'max-new-tokens', 1) ?? EVAL_DEFAULTS.maxNewTokens;
-    const plan = await asUsage('eval', () => planEval(tok, contextLength, suite.items, maxNew, promptFormatFor(format, tok)));
+    const items = limit ? suite.items.slice(0, limit) : suite.items;
+    const plan = await asUsage('eval', () => planEval(tok, contextLength, items, maxNew, promptFormatFor(format, tok)));
     for (const u of plan.unfit) io.err(`coderl eval: task ${u.task.task_id}: ${unfitMessage(u, contextLength)}; it is left out of pass@k`);
     if (!plan.fit.length) {
       close();
@@ -130,7 +133,7 @@ export const evalCommand: Command = {
         policy,
         tok,
         suite.items,
-        { samples, k: ks, temperature, maxNewTokens: maxNew, seed, format },
+        { samples, k: ks, temperature, maxNewTokens: maxNew, seed, format, limit },
         { pool, analyzer },
         { onProgress: (p) => progress.update({ phase: p.stage, done: p.done, total: p.total, unit: 'tasks' }) },
       );
