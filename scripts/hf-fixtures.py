@@ -762,6 +762,26 @@ def rope_cos_sin(inv_freq, position_ids):
     return emb.cos(), emb.sin()
 
 
+def write_rope_tables(path):
+    # HF's rotary tables at real head sizes and long positions (float32 inv_freq, float32 angles,
+    # float32 cos/sin): what an engine's tables must equal to match transformers far into a sequence.
+    positions = [0, 1, 7, 100, 1000, 2047, 4095, 32767]
+    cases = []
+    for head_dim, theta in [(64, 10000.0), (64, 100000.0), (64, 1000000.0), (8, 10000.0)]:
+        inv = rope_inv_freq({'head_dim': head_dim, 'rope_theta': theta})
+        cos, sin = rope_cos_sin(inv, torch.tensor([positions], dtype=torch.int64))
+        half = head_dim // 2
+        cases.append({
+            'head_dim': head_dim,
+            'rope_theta': theta,
+            'positions': positions,
+            'cos': [[float('%.9g' % v) for v in row[:half].tolist()] for row in cos[0]],
+            'sin': [[float('%.9g' % v) for v in row[:half].tolist()] for row in sin[0]],
+        })
+    with open(path, 'w') as f:
+        f.write(json.dumps({'source': 'LlamaRotaryEmbedding (default rope_type), float32', 'cases': cases}) + '\n')
+
+
 def rotate_half(x):
     x1 = x[..., : x.shape[-1] // 2]
     x2 = x[..., x.shape[-1] // 2 :]
@@ -1255,6 +1275,7 @@ def main():
             'tokenizer_samples': tokenizer_samples(tok, extra_samples),
         }
         write_expected(os.path.join(folder, 'expected.json'), expected)
+    write_rope_tables(os.path.join(OUT, 'rope-tables.json'))
     total = sum(os.path.getsize(os.path.join(dp, f)) for dp, _, fs in os.walk(OUT) for f in fs)
     print('wrote %s (%d bytes)' % (os.path.relpath(OUT, ROOT), total))
 

@@ -1,10 +1,12 @@
 /**
- * RoPE on the GPU (cos/sin from the float64-built tables) vs the float64 reference computed from
+ * RoPE on the GPU (cos/sin from tables of transformers' float32 angles) vs the float64 reference computed from
  * the positions directly, forward and inverse, on packed qkv rows; the reference's inverse undoes
  * it; rows past the tables and the unrotated v heads are left as they were.
  * Shape legend: N rows, NH query heads, NKV kv heads, HS head size, W = (NH + 2 NKV) HS,
  * nHeads rotated heads, maxPos table rows. Row-major f32; positions u32.
  */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
 import { expectClose, testRuntime } from '../testing/gpu';
 import { Rng } from '../util/random';
@@ -91,20 +93,31 @@ test('ropeRef with inverse = 1 undoes ropeRef, and position 0 is the identity', 
 });
 
 test('rope tables, frequencies and refusals', async () => {
-  expect(Array.from(ropeInvFreq(4, 10000))).toEqual([1, 0.01]);
+  const f = Math.fround;
+  expect(Array.from(ropeInvFreq(4, 10000))).toEqual([1, f(0.01)]); // float32, as transformers computes it
   const { cos, sin } = ropeTables(3, 4, 10000);
-  expect(Array.from(cos)).toEqual([
-    1,
-    1,
-    Math.fround(Math.cos(1)),
-    Math.fround(Math.cos(0.01)),
-    Math.fround(Math.cos(2)),
-    Math.fround(Math.cos(0.02)),
-  ]);
+  expect(Array.from(cos)).toEqual([1, 1, f(Math.cos(1)), f(Math.cos(f(0.01))), f(Math.cos(2)), f(Math.cos(f(2 * f(0.01))))]);
   expect(sin[4]).toBe(Math.fround(Math.sin(2)));
   expect(() => ropeTables(3, 5, 10000)).toThrow(/even/);
   const rt = await testRuntime();
   expect(() => rope.dispatch({ N: 1, W: 16, nHeads: 3, HS: 8, inverse: 0 }, rt.limits)).toThrow(/do not fit/);
   expect(() => rope.dispatch({ N: 1, W: 16, nHeads: 1, HS: 7, inverse: 0 }, rt.limits)).toThrow(/even/);
   expect(() => rope.dispatch({ N: 1, W: 16, nHeads: 1, HS: 8, inverse: 2 }, rt.limits)).toThrow(/0 or 1/);
+});
+
+test("the tables are transformers' own, within one f32 ulp, at real head sizes up to position 32767", () => {
+  // data/hf-fixtures/rope-tables.json: LlamaRotaryEmbedding's cos and sin, written by scripts/hf-fixtures.py
+  const file = join(__dirname, '../../data/hf-fixtures/rope-tables.json');
+  const { cases } = JSON.parse(readFileSync(file, 'utf8')) as {
+    cases: { head_dim: number; rope_theta: number; positions: number[]; cos: number[][]; sin: number[][] }[];
+  };
+  for (const c of cases) {
+    const H = c.head_dim / 2;
+    const t = ropeTables(Math.max(...c.positions) + 1, c.head_dim, c.rope_theta);
+    c.positions.forEach((p, k) => {
+      const at = `head_dim ${c.head_dim}, theta ${c.rope_theta}, position ${p}`;
+      expectClose(t.cos.subarray(p * H, (p + 1) * H), c.cos[k]!, { atol: 1.2e-7, rtol: 0 }, `cos at ${at}`);
+      expectClose(t.sin.subarray(p * H, (p + 1) * H), c.sin[k]!, { atol: 1.2e-7, rtol: 0 }, `sin at ${at}`);
+    });
+  }
 });

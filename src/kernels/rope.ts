@@ -13,7 +13,7 @@
  * heads rotated at the start of each row (NH + NKV: q and k in one dispatch), maxPos the
  * positions the cos/sin tables cover. Row-major f32; positions u32.
  *
- * The GPU kernel reads cos and sin from tables built here in float64 (WGSL's sin and cos are
+ * The GPU kernel reads cos and sin from tables built here (WGSL's sin and cos are
  * only accurate on [-pi, pi]; the angles reach maxPos radians).
  */
 import ropeWgsl from '../../shaders/rope.wgsl';
@@ -62,16 +62,28 @@ export const rope: KernelSpec<RopeProblem> = {
   uniforms: (p) => new Uint32Array([p.N, p.W, p.nHeads, p.HS, p.inverse]),
 };
 
-/** invFreq (HS/2) = theta^(-2i/HS), in float64 (HF's default rope_type). */
+/**
+ * invFreq (HS/2) = theta^(-2i/HS) as transformers computes it (default rope_type): in float32,
+ * `1.0 / (theta ** (arange(0, HS, 2).float() / HS))`, each step rounded to f32. The angles are
+ * float32 products too (ropeAngle). Taking both in float64 instead drifts from transformers with
+ * the position: 4e-4 in cos at position 32767 (HS 64, theta 1e4), 1.1e-3 at theta 1e6; emulating
+ * the float32 steps matches its tables within one f32 ulp at every position
+ * (data/hf-fixtures/rope-tables.json, from PyTorch).
+ */
 export function ropeInvFreq(HS: number, theta: number): Float64Array {
   const f = new Float64Array(HS / 2);
-  for (let i = 0; i < HS / 2; i++) f[i] = theta ** ((-2 * i) / HS);
+  for (let i = 0; i < HS / 2; i++) f[i] = Math.fround(1 / Math.fround(theta ** Math.fround((2 * i) / HS)));
   return f;
 }
 
+/** The rotation angle of frequency `invFreq` at position p: their float32 product, as transformers takes it. */
+export function ropeAngle(p: number, invFreq: number): number {
+  return Math.fround(p * invFreq);
+}
+
 /**
- * The tables the GPU kernel reads: cos, sin (maxPos, HS/2) of p * invFreq[i] for positions
- * p < maxPos, computed in float64 and rounded once to f32. `invFreq` (HS/2) defaults to
+ * The tables the GPU kernel reads: cos, sin (maxPos, HS/2) of ropeAngle(p, invFreq[i]) for
+ * positions p < maxPos, the cosine and sine in float64 rounded once to f32. `invFreq` (HS/2) defaults to
  * ropeInvFreq(HS, theta); pass another for a scaled rope (e.g. Llama 3's rope_scaling).
  */
 export function ropeTables(
@@ -88,7 +100,7 @@ export function ropeTables(
   const sin = new Float32Array(maxPos * H);
   for (let p = 0; p < maxPos; p++) {
     for (let i = 0; i < H; i++) {
-      const a = p * invFreq[i]!;
+      const a = ropeAngle(p, invFreq[i]!);
       cos[p * H + i] = Math.cos(a);
       sin[p * H + i] = Math.sin(a);
     }
@@ -98,8 +110,8 @@ export function ropeTables(
 
 /**
  * float64 reference: x (N, W) rotated in place, heads [0, nHeads) of each row, by the angles
- * positions[n] * theta^(-2i/HS) (by their negatives when inverse is 1 or true), cos and sin
- * taken of the angle itself.
+ * ropeAngle(positions[n], ropeInvFreq(HS, theta)[i]) (their negatives when inverse is 1 or
+ * true), cos and sin in float64 of the angle itself (the GPU reads them from f32 tables).
  */
 export function ropeRef(
   x: Float64Array,
@@ -119,7 +131,7 @@ export function ropeRef(
     for (let h = 0; h < nHeads; h++) {
       const a0 = n * W + h * HS;
       for (let i = 0; i < H; i++) {
-        const a = positions[n]! * invFreq[i]!;
+        const a = ropeAngle(positions[n]!, invFreq[i]!);
         const c = Math.cos(a);
         const s = sign * Math.sin(a);
         const x1 = x[a0 + i]!;
