@@ -209,12 +209,31 @@ function llamaArch(f: Fields, family: 'llama' | 'qwen2'): DecoderArch {
     vocabSize: f.int('vocab_size'),
     maxPositions: f.int('max_position_embeddings', 2048),
     norm: { kind: 'rmsnorm', eps: f.num('rms_norm_eps', 1e-6) },
-    positions: { kind: 'rope', theta: f.num('rope_theta', 10000) },
+    positions: { kind: 'rope', theta: ropeTheta(f) },
     mlp: 'swiglu',
     // Llama's attention_bias covers q, k, v and o; Qwen2 has q/k/v biases and none on o
     bias: { qkv: bias, o: family === 'qwen2' ? false : bias, mlp: family === 'llama' ? f.bool('mlp_bias', false) : false },
     tiedEmbeddings: f.bool('tie_word_embeddings', false),
   };
+}
+
+/**
+ * rope_theta, top-level as checkpoints write it, or inside transformers v5's rope_parameters
+ * ({rope_type, rope_theta}), where only the default rope_type is implemented.
+ */
+function ropeTheta(f: Fields): number {
+  const rp = f.raw('rope_parameters');
+  if (rp !== undefined && rp !== null) {
+    if (typeof rp !== 'object' || Array.isArray(rp)) f.fail('rope_parameters', `must be an object, got ${JSON.stringify(rp)}`);
+    const { rope_type: type = 'default', rope_theta: theta } = rp as Json;
+    if (type !== 'default') f.fail('rope_parameters.rope_type', `${JSON.stringify(type)} is not supported (plain RoPE only)`);
+    if (!f.has('rope_theta') && theta !== undefined) {
+      if (typeof theta !== 'number' || !(theta > 0))
+        f.fail('rope_parameters.rope_theta', `must be a positive number, got ${JSON.stringify(theta)}`);
+      return theta;
+    }
+  }
+  return f.num('rope_theta', 10000);
 }
 
 /** Shape rules every DecoderArch must satisfy (also for one built by hand, e.g. from a lab checkpoint). */
