@@ -13,8 +13,15 @@ export interface CpuDecoder<Cache> {
   readonly vocabSize: number;
   readonly contextLength: number;
   createKvCache(B: number, Tmax: number): Cache;
-  /** logits (BT, V) and, where the model has a value head, values (BT) */
-  forward(input: ForwardInput, kv: { cache: Cache; pos: number }): { logits: Float64Array; values?: Float64Array };
+  /**
+   * logits (BT, V) and, where the model has a value head, values (BT); with `lastOnly`, a model
+   * that can gives only each row's last position (B, V) and says so (`lastOnly: true`)
+   */
+  forward(
+    input: ForwardInput,
+    kv: { cache: Cache; pos: number },
+    lastOnly: boolean,
+  ): { logits: Float64Array; values?: Float64Array; lastOnly?: boolean };
 }
 
 export function cpuGenerate(model: CpuModel, prompts: ArrayLike<number>[], opts: GenerateOptions): GenerateResult {
@@ -38,8 +45,9 @@ export function cpuGenerateOn<Cache>(model: CpuDecoder<Cache>, prompts: ArrayLik
   const cache = model.createKvCache(B, P + N);
   const collector = new Collector(B, N, opts);
 
-  let { logits, values } = model.forward({ tokens, positions, start, B, T: P }, { cache, pos: 0 });
-  let rows = P; // logits hold `rows` positions per sequence; the last one is sampled from
+  const pre = model.forward({ tokens, positions, start, B, T: P }, { cache, pos: 0 }, true);
+  let { logits, values } = pre;
+  let rows = pre.lastOnly ? 1 : P; // logits hold `rows` positions per sequence; the last one is sampled from
   const prefillMs = performance.now() - t0;
   let steps = 0;
   for (let s = 0; s < N && !collector.done; s++) {
@@ -62,7 +70,7 @@ export function cpuGenerateOn<Cache>(model: CpuDecoder<Cache>, prompts: ArrayLik
     steps++;
     if (s === N - 1 || collector.done) break;
     const stepPositions = Uint32Array.from(start, (st) => P + s - st);
-    ({ logits, values } = model.forward({ tokens: picked.tokens, positions: stepPositions, start, B, T: 1 }, { cache, pos: P + s }));
+    ({ logits, values } = model.forward({ tokens: picked.tokens, positions: stepPositions, start, B, T: 1 }, { cache, pos: P + s }, true));
     rows = 1;
   }
   return collector.result({ steps, submits: 0, prefillMs, totalMs: performance.now() - t0 });

@@ -77,10 +77,16 @@ export class DecoderCpu {
   }
 
   /**
-   * Logits (BT, V) for (B, T) tokens. With `kv` the rows are T new positions from kv.pos: their
-   * keys and values go into the cache and attention reads it (prefill and decode).
+   * Logits (BT, V) for (B, T) tokens, or (B, V) of each row's last position with `lastOnly` (a
+   * prefill: a big vocabulary times every prompt position would be gigabytes). With `kv` the rows
+   * are T new positions from kv.pos: their keys and values go into the cache and attention reads
+   * it (prefill and decode).
    */
-  forward(input: ForwardInput, kv?: { cache: DecoderCpuCache; pos: number }): { logits: Float64Array } {
+  forward(
+    input: ForwardInput,
+    kv?: { cache: DecoderCpuCache; pos: number },
+    lastOnly = false,
+  ): { logits: Float64Array; lastOnly: boolean } {
     const a = this.arch;
     const { nLayer: L, dModel: C, nHead: NH, nKvHead: NKV, headDim: HS, vocabSize: V, dFf: F } = a;
     const { QD, W, up } = archDims(a);
@@ -130,10 +136,18 @@ export class DecoderCpu {
       x = new Float64Array(BT * C);
       residualForwardRef(x, x2, d, BT * C);
     }
-    const hf = new Float64Array(BT * C);
-    norm(hf, x, 'normf');
-    const logits = new Float64Array(BT * V);
-    matmulForwardRef(logits, hf, this.w(a.tiedEmbeddings ? 'embed' : 'head'), null, BT, C, V);
-    return { logits };
+    let rows = BT;
+    if (lastOnly) {
+      const last = new Float64Array(B * C); // (B, C) each row's last position
+      for (let b = 0; b < B; b++) last.set(x.subarray((b * T + T - 1) * C, (b * T + T) * C), b * C);
+      x = last;
+      rows = B;
+    }
+    const hf = new Float64Array(rows * C);
+    if (a.norm.kind === 'rmsnorm') rmsnormForwardRef(hf, new Float64Array(rows), x, this.w('normf.w'), rows, C, a.norm.eps);
+    else layernormForwardRef(hf, new Float64Array(rows), new Float64Array(rows), x, this.w('normf.w'), this.w('normf.b'), rows, C);
+    const logits = new Float64Array(rows * V);
+    matmulForwardRef(logits, hf, this.w(a.tiedEmbeddings ? 'embed' : 'head'), null, rows, C, V);
+    return { logits, lastOnly };
   }
 }
