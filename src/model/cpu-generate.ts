@@ -6,7 +6,15 @@
 import { randUniformRef } from '../kernels/rand';
 import { sampleRef } from '../kernels/sample';
 import type { CpuModel, ForwardInput } from './cpu';
-import { Collector, padPrompts, validateGenerate, type GenerateOptions, type GenerateResult } from './generate-common';
+import {
+  Collector,
+  intersectMasks,
+  padPrompts,
+  validateGenerate,
+  vocabLimitMask,
+  type GenerateOptions,
+  type GenerateResult,
+} from './generate-common';
 
 /** What generation needs of a float64 model: the lab GPT (cpu.ts) and the imported decoder (decoder-cpu.ts). */
 export interface CpuDecoder<Cache> {
@@ -44,6 +52,7 @@ export function cpuGenerateOn<Cache>(model: CpuDecoder<Cache>, prompts: ArrayLik
   const { start, tokens, positions } = padPrompts(prompts, P);
   const cache = model.createKvCache(B, P + N);
   const collector = new Collector(B, N, opts);
+  const baseMask = vocabLimitMask(B, V, opts.vocabLimit); // ids past the tokenizer's are never sampled
 
   const pre = model.forward({ tokens, positions, start, B, T: P }, { cache, pos: 0 }, true);
   let { logits, values } = pre;
@@ -58,13 +67,14 @@ export function cpuGenerateOn<Cache>(model: CpuDecoder<Cache>, prompts: ArrayLik
       lastValues[b] = values ? values[b * rows + rows - 1]! : 0;
     }
     const c = opts.constrain?.(s, collector.tokens) ?? null;
+    const allowMask = intersectMasks(c?.allowMask, baseMask);
     const u = randUniformRef(opts.seed, s, B);
     const picked = sampleRef(last, B, V, u, {
       temperature: opts.temperature,
       topK: opts.topK ?? 0,
       topP: opts.topP ?? 1,
       bias: c?.bias ?? null,
-      allowMask: c?.allowMask ?? null,
+      allowMask,
     });
     collector.push(picked.tokens, picked.logp, lastValues);
     steps++;

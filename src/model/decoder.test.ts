@@ -114,4 +114,17 @@ describe.each(['gpt2', 'llama', 'qwen2'])('%s fixture', (name) => {
     expect((await generateOn(gpu, prompts, opts)).tokens).toEqual(want);
     gpu.dispose();
   });
+
+  test('vocabLimit: ids at or past it are never sampled, on either engine, and both pick the same ids', async () => {
+    const prompts = e.greedy.prompts.map((q) => q.input_ids);
+    const limit = 97; // not a multiple of 32: the mask's last word is partial
+    const opts = { maxNewTokens: 24, temperature: 1.5, seed: 5, vocabLimit: limit };
+    const c = cpuGenerateOn(cpu, prompts, opts).tokens;
+    expect(c.flat().every((id) => id < limit)).toBe(true);
+    const gpu = await gpuModel();
+    expect((await generateOn(gpu, prompts, opts)).tokens).toEqual(c);
+    gpu.dispose();
+    const free = cpuGenerateOn(cpu, prompts, { ...opts, vocabLimit: undefined }).tokens;
+    expect(free.flat().some((id) => id >= limit)).toBe(true); // the limit is what kept them out
+  });
 });

@@ -24,6 +24,37 @@ export interface GenerateOptions {
    * returns an additive bias (B, V) and/or an allow-mask bitset (B, ceil(V / 32)), 1 = allowed.
    */
   constrain?: (step: number, generated: number[][]) => { bias?: Float32Array<ArrayBuffer>; allowMask?: Uint32Array<ArrayBuffer> } | null;
+  /**
+   * Only ids below this are ever sampled: a model whose vocabulary is padded past its tokenizer's
+   * (Qwen2.5: 151,936 rows for 151,665 tokens) never emits an id the tokenizer cannot decode.
+   * Applied as an allow-mask, intersected with constrain()'s.
+   */
+  vocabLimit?: number;
+}
+
+/** The allow-mask (B, ceil(V / 32)) of ids below `limit`, or null when every id is below it. */
+export function vocabLimitMask(B: number, V: number, limit: number | undefined): Uint32Array<ArrayBuffer> | null {
+  if (limit === undefined || limit >= V) return null;
+  if (!Number.isInteger(limit) || limit < 1) throw new Error(`generate: vocabLimit must be a positive integer, got ${limit}`);
+  const W = Math.ceil(V / 32);
+  const row = new Uint32Array(W);
+  for (let w = 0; w < W; w++) {
+    const lo = w * 32;
+    row[w] = limit >= lo + 32 ? 0xffffffff : limit <= lo ? 0 : (2 ** (limit - lo) - 1) >>> 0;
+  }
+  const mask = new Uint32Array(B * W);
+  for (let b = 0; b < B; b++) mask.set(row, b * W);
+  return mask;
+}
+
+/** Both masks: their intersection, or whichever exists. */
+export function intersectMasks(
+  a: Uint32Array<ArrayBuffer> | null | undefined,
+  b: Uint32Array<ArrayBuffer> | null | undefined,
+): Uint32Array<ArrayBuffer> | null {
+  if (!a) return b ?? null;
+  if (!b) return a;
+  return Uint32Array.from(a, (x, i) => x & b[i]!);
 }
 
 export type FinishReason = 'eos' | 'stop' | 'length' | 'no-token';

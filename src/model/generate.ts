@@ -11,7 +11,15 @@ import type { BufferBinding, Recorder } from '../gpu/recorder';
 import type { GpuRuntime } from '../gpu/runtime';
 import { randUniform } from '../kernels/rand';
 import { sample } from '../kernels/sample';
-import { Collector, padPrompts, validateGenerate, type GenerateOptions, type GenerateResult } from './generate-common';
+import {
+  Collector,
+  intersectMasks,
+  padPrompts,
+  validateGenerate,
+  vocabLimitMask,
+  type GenerateOptions,
+  type GenerateResult,
+} from './generate-common';
 import type { GpuModel, KvCache } from './gpu';
 import { allocActs, destroyActs, type ActBuffers } from './gpu-acts';
 
@@ -127,9 +135,16 @@ export async function generateOn<Cache, Step extends StepBuffers>(
       rec.copy(prefill.values, row * 4, out.lastValues, b * 4, 4);
     }
     let pendingFrom = 0;
+    // ids past the tokenizer's are masked at every step; the buffer holds this base mask unless a step's constraint replaced it
+    const baseMask = vocabLimitMask(B, V, opts.vocabLimit);
+    let maskIsBase = false;
+    if (baseMask) {
+      q.writeBuffer(out.mask, 0, baseMask);
+      maskIsBase = true;
+    }
     for (let s = 0; s < N; s++) {
       let useBias = false;
-      let useMask = false;
+      let useMask = baseMask !== null;
       if (opts.constrain) {
         const c = opts.constrain(s, collector.tokens);
         if (c?.bias) {
@@ -140,8 +155,12 @@ export async function generateOn<Cache, Step extends StepBuffers>(
         if (c?.allowMask) {
           if (c.allowMask.length !== B * Math.ceil(V / 32))
             throw new Error(`generate: constrain() allowMask has ${c.allowMask.length} words, expected ${B * Math.ceil(V / 32)}`);
-          q.writeBuffer(out.mask, 0, c.allowMask);
+          q.writeBuffer(out.mask, 0, intersectMasks(c.allowMask, baseMask)!);
           useMask = true;
+          maskIsBase = false;
+        } else if (baseMask && !maskIsBase) {
+          q.writeBuffer(out.mask, 0, baseMask);
+          maskIsBase = true;
         }
       }
       rec.dispatch(rand, { out: out.u }, { n: B, seed: opts.seed, stream: s });

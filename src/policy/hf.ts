@@ -68,13 +68,19 @@ export class HfPolicy implements Policy {
     };
   }
 
-  /** Generation stops at any of the model's end ids (generation_config.json), not only the first. */
+  /**
+   * Generation stops at any of the model's end ids (generation_config.json), not only the first,
+   * and samples only ids the tokenizer has.
+   */
   async generate(prompts: ArrayLike<number>[], opts: GenerateOptions): Promise<GenerateResult> {
     const eos = this.model.eosIds;
-    const o: GenerateOptions =
+    let o: GenerateOptions =
       opts.eosId !== undefined && eos.includes(opts.eosId) && eos.length > 1
         ? { ...opts, stop: [...(opts.stop ?? []), ...eos.filter((id) => id !== opts.eosId).map((id) => [id])] }
         : opts;
+    // the padded rows of a vocabulary bigger than the tokenizer's are never sampled
+    if (this.model.tokenizer.vocabSize < this.model.arch.vocabSize)
+      o = { ...o, vocabLimit: Math.min(o.vocabLimit ?? Infinity, this.model.tokenizer.vocabSize) };
     return this.cpu ? cpuGenerateOn(this.cpu, prompts, o) : generateOn(this.gpu!, prompts, o);
   }
 
