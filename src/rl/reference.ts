@@ -8,7 +8,8 @@
  * - runReference (the app): the run directory keeps the model and its tokenizer
  *   (reference/model.onnx, reference/tokenizer.json), so a run resumes, after a reload too,
  *   without the model being imported again, and a changed stored file is refused.
- * Nothing here imports onnxruntime: callers pass how to load it (Node or the browser).
+ * Nothing here imports onnxruntime: callers pass how to load it (Node or the browser). A Hugging
+ * Face folder as the reference is reference-hf.ts; its record ends in "/" (isHfReference).
  */
 import type { ModelConfig } from '../model/config';
 import { assertSameTokenizer, importOnnxModel } from '../onnx/import';
@@ -43,6 +44,13 @@ export async function referenceRef(file: string, bytes: Uint8Array): Promise<Ref
 export function describeReference(r: ReferenceRef): string {
   return `${r.name} (SHA-256 ${short(r.sha256)})`;
 }
+
+/** A Hugging Face folder's record names the folder with a "/" at the end (reference-hf.ts); an ONNX model's, its file. */
+export const isHfReference = (r: ReferenceRef): boolean => r.name.endsWith('/');
+
+/** "ONNX model sft.onnx (SHA-256 …)" or "Hugging Face model qwen2/ (SHA-256 …)". */
+export const referenceLabel = (r: ReferenceRef): string =>
+  `${isHfReference(r) ? 'Hugging Face model' : 'ONNX model'} ${describeReference(r)}`;
 
 /**
  * The imported model the config's reference names (the same file name and SHA-256), or null:
