@@ -3,12 +3,16 @@ import { nodeWasmLoader } from '../../analysis/wasm-node';
 import { nodeProvider } from '../../gpu/node';
 import { GpuRuntime } from '../../gpu/runtime';
 import type { BackendKind } from '../../model/backend';
+import { stat } from 'node:fs/promises';
 import { basename } from 'node:path';
 import { mergeConfig, resolveConfig, RlConfigError, RL_PRESETS } from '../../rl/config';
 import { readSuiteSource, SuiteSourceError, type SuiteRef } from '../../rl/tasks/from-suite';
 import { bytesToText } from '../../tasks/bytes';
 import { runPipeline, type PipelineEvent, type PipelineOptions, type Summary } from '../../rl/pipeline';
 import { onnxReference, referenceRef, type ReferenceRef } from '../../rl/reference';
+import { hfReference, loadHfReferenced, type ReferenceEngine } from '../../rl/reference-hf';
+import { nodeFolder } from '../../hf/node';
+import { asUsage } from '../hf-model';
 import { fileRunDir } from '../../rl/run-dir-node';
 import { createNodePool, phasedPoolSize } from '../../sandbox/pool.node';
 import { intOption, readInput, UsageError, type Command } from '../command';
@@ -25,20 +29,31 @@ import { summarizeAdapter } from '../../gpu/adapter';
 import type { RlConfig } from '../../rl/config';
 
 /**
- * --reference M.onnx: the KL penalty's frozen reference is this ONNX causal LM (run in
- * onnxruntime-web's wasm backend) instead of the SFT policy. The files are read up front; the
- * model is loaded when the pipeline asks (rl/reference.ts, shared with the app), and must use the
- * run's tokenizer and cover its context.
+ * --reference M.onnx | DIR: the KL penalty's frozen reference instead of the SFT policy. An ONNX
+ * causal LM runs in onnxruntime-web's wasm backend; a Hugging Face model folder (rl/reference-hf.ts)
+ * runs on the run's own engine (`engine`: the backend, and its GPU runtime once there is one). The
+ * files are read and checked up front (a bad folder is refused with the loader's message); the
+ * model is loaded when the pipeline asks (rl/reference.ts, rl/reference-hf.ts, shared with the
+ * app), and must use the run's tokenizer and cover its context.
  */
 async function referenceOption(
   model: string | boolean | undefined,
   tokenizer: string | boolean | undefined,
+  engine: ReferenceEngine,
 ): Promise<{ make: NonNullable<PipelineOptions['reference']>; ref: ReferenceRef } | undefined> {
   if (model === undefined) {
     if (tokenizer !== undefined) throw new UsageError('coderl train: --reference-tokenizer needs --reference M.onnx');
     return undefined;
   }
-  if (typeof model !== 'string' || !model) throw new UsageError('coderl train: --reference takes an ONNX file');
+  if (typeof model !== 'string' || !model)
+    throw new UsageError('coderl train: --reference takes an ONNX file or a Hugging Face model folder');
+  if ((await stat(model).catch(() => null))?.isDirectory()) {
+    if (tokenizer !== undefined)
+      throw new UsageError(`coderl train: --reference-tokenizer is for an ONNX file; the folder ${model} has its own tokenizer.json`);
+    const folder = await nodeFolder(model);
+    const { ref } = await asUsage('train', () => loadHfReferenced(folder));
+    return { make: hfReference(() => folder, ref, `${model} (--reference)`, engine), ref };
+  }
   const tokPath = typeof tokenizer === 'string' ? tokenizer : tokenizerSidecarPath(model);
   const bytes = await readInput('train', model, '--reference model');
   const tokenizerText = new TextDecoder().decode(await readInput('train', tokPath, '--reference tokenizer'));
@@ -107,7 +122,7 @@ export const trainCommand: Command = {
   name: 'train',
   summary: 'run the staged pipeline (SFT, reward model, PPO/GRPO) headless',
   usage:
-    'coderl train --preset P --seed S --out DIR [--backend cpu|webgpu] [--set JSON|FILE] [--suite FILE|NAME] [--reference M.onnx [--reference-tokenizer T]]',
+    'coderl train --preset P --seed S --out DIR [--backend cpu|webgpu] [--set JSON|FILE] [--suite FILE|NAME] [--reference M.onnx [--reference-tokenizer T] | --reference HF_DIR]',
   description: [
     'Builds the seeded task families (train / val / rl / heldout splits), trains a tokenizer, then runs',
     'SFT with early stopping, the reward model and PPO (or GRPO), and evaluates held-out pass@1 before',
@@ -118,7 +133,10 @@ export const trainCommand: Command = {
     `'{"rl":{"algo":"grpo"},"explore":{"repair":true}}'.`,
     '--reference M.onnx makes an ONNX causal LM (our export or any model `coderl onnx eval` takes),',
     'run in onnxruntime-web (wasm), the frozen reference of the KL penalty instead of the SFT policy;',
-    "its tokenizer (M.tokenizer.json, or --reference-tokenizer) must be the run's.",
+    "its tokenizer (M.tokenizer.json, or --reference-tokenizer) must be the run's. --reference HF_DIR takes a",
+    "Hugging Face model folder instead (run on the --backend engine) whose tokenizer.json is the run's: every",
+    "id's bytes and the end-of-sequence id (e.g. this run's sft.ckpt written by coderl export-hf). The config",
+    'records the folder as {name: "DIR/", sha256}: the SHA-256 of `sha256sum config.json <its safetensors files>`.',
     "--suite trains on a suite file's tasks, or a built-in suite's (coderl suites), split by task;",
     "config.tasks.suite records the file's name, size and SHA-256 and DIR keeps its text.",
   ].join('\n'),
@@ -135,7 +153,11 @@ export const trainCommand: Command = {
     },
     workers: { type: 'string', description: `sandbox workers (default ${phasedPoolSize()})`, value: 'N' },
     quiet: { type: 'boolean', description: 'print only the summary (no progress)' },
-    reference: { type: 'string', description: 'ONNX model used as the KL reference instead of the SFT policy', value: 'M.onnx' },
+    reference: {
+      type: 'string',
+      description: 'ONNX model or Hugging Face model folder used as the KL reference instead of the SFT policy',
+      value: 'M.onnx|DIR',
+    },
     'reference-tokenizer': { type: 'string', description: 'its tokenizer JSON (default: M.tokenizer.json)', value: 'T' },
   },
   examples: [
@@ -145,6 +167,7 @@ export const trainCommand: Command = {
     'npx coderl train --preset tiny --seed 1 --out runs/mine-1 --suite my-tasks.jsonl',
     'npx coderl train --preset tiny --seed 1 --out runs/hx-1 --suite humaneval-x-js',
     'npx coderl train --preset tiny --seed 1 --out runs/ref-1 --reference sft.onnx',
+    'npx coderl train --preset tiny --seed 1 --out runs/ref-2 --reference runs/tiny-1/hf',
   ],
   async run(options, _positionals, io) {
     const out = options.out;
@@ -154,8 +177,13 @@ export const trainCommand: Command = {
     const backend = backendOption('train', options.backend);
     let suiteText: string | undefined;
     let cfg;
-    // the reference model is named in the config (file name and SHA-256), so a resumed run must be given the same one
-    const reference = await referenceOption(options.reference, options['reference-tokenizer']);
+    // the reference model is named in the config (file name and SHA-256), so a resumed run must be given the same one;
+    // a Hugging Face folder runs on the run's engine (rt, set below for webgpu, before the pipeline asks for it)
+    let rt: GpuRuntime | null = null;
+    const reference = await referenceOption(options.reference, options['reference-tokenizer'], () => ({
+      backend,
+      runtime: rt ?? undefined,
+    }));
     try {
       let over = await overridesOption(options.set);
       if (reference) over = mergeConfig(over, { rl: { reference: reference.ref } });
@@ -171,7 +199,6 @@ export const trainCommand: Command = {
       throw e;
     }
     const workers = intOption('train', options, 'workers', 1) ?? phasedPoolSize();
-    let rt: GpuRuntime | null = null;
     if (backend === 'webgpu') {
       const provider = await nodeProvider();
       rt = await GpuRuntime.create(provider);
