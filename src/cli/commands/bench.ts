@@ -8,15 +8,49 @@ import { MODEL_PRESETS } from '../../model/config';
 import { loadNodeOrt } from '../../onnx/node';
 import { benchEngine, ENGINE_BENCH_DEFAULTS, ENGINE_BENCH_QUICK, formatEngineBench, type EngineBenchOptions } from '../../perf/engine';
 import { benchOnnxRace, formatOnnxRace, ONNX_RACE_DEFAULTS, ONNX_RACE_QUICK, type OnnxRaceOptions, type RacePreset } from '../../perf/onnx';
+import {
+  benchModels,
+  formatModelsBench,
+  MODEL_NAMES,
+  MODELS_BENCH_DEFAULTS,
+  MODELS_BENCH_QUICK,
+  MODELS_BENCH_TINY,
+  validateModelsOptions,
+  type ModelName,
+  type ModelsBenchOptions,
+} from '../../perf/models';
 import { loadTfjs } from '../../perf/tfjs';
 import { UsageError, type Command, type Io, type Options } from '../command';
 
-const SUITES = ['runtime', 'engine', 'score', 'onnx'] as const;
+const SUITES = ['runtime', 'engine', 'score', 'onnx', 'models'] as const;
+type Suite = (typeof SUITES)[number];
+
+/** The suites each suite-specific option applies to (any other suite refuses it). */
+const APPLIES: Record<string, Suite[]> = {
+  sizes: ['engine'],
+  steps: ['engine'],
+  reps: ['engine', 'onnx', 'models'],
+  preset: ['engine', 'onnx'],
+  browser: ['onnx'],
+  ort: ['models'],
+  models: ['models'],
+  batches: ['models'],
+  prompt: ['models'],
+  'new-tokens': ['models'],
+  tiny: ['models'],
+  bandwidth: ['models'],
+};
+
+/** 'engine', 'engine and onnx', 'engine, onnx and models' */
+const listSuites = (xs: string[]): string => (xs.length < 2 ? xs.join('') : `${xs.slice(0, -1).join(', ')} and ${xs.at(-1)}`);
+
+const ORT_CHOICES = ['webgpu', 'wasm', 'none'] as const;
 
 export const benchCommand: Command = {
   name: 'bench',
-  summary: 'run a benchmark and print its figures (runtime, engine, score, onnx)',
-  usage: 'coderl bench <suite> [--json] [--quick] [--sizes N,N] [--reps N] [--steps N] [--preset P] [--swiftshader]',
+  summary: 'run a benchmark and print its figures (runtime, engine, score, onnx, models)',
+  usage:
+    'coderl bench <suite> [--json] [--quick] [--sizes N,N] [--reps N] [--steps N] [--preset P] [--swiftshader] [--ort webgpu|wasm|none]',
   description: [
     'Suites:',
     '  runtime   K small dispatches recorded into one submit vs one submit each (dispatches/s and',
@@ -37,6 +71,19 @@ export const benchCommand: Command = {
     '            --browser races in the app instead (Benchmarks panel, "ONNX race": ours, ORT webgpu and',
     "            ORT wasm in one page): it serves dist/ (npm run build first) and drives Debian's",
     '            Chromium headless with WebGPU (playwright-core; CHROMIUM_PATH to override).',
+    '  models    imported Hugging Face architectures at real dimensions with random weights:',
+    `            ${MODEL_NAMES.join(', ')} (SmolLM2-135M, Qwen2.5-0.5B and GPT-2 small shapes), B = 1, 8, 32,`,
+    '            prompt 64 tokens, 32 new (greedy): prefill and decode tokens/s on our engine (DecoderGpu +',
+    '            generateOn) and the same model exported to ONNX (KV-cache graph, last-position prefill',
+    '            logits) in onnxruntime-web, with ours/ORT ratios, dispatches and submits per decode step,',
+    '            GPU memory held (ours: weights + KV cache + activations) and the load time (upload +',
+    '            first-run compile). --ort webgpu (default): ours and ORT webgpu in one headless Chromium',
+    "            page on its adapter (Debian's Chromium; esbuild bundles bench/models-page.ts); --ort wasm:",
+    '            ours in Node (Dawn) vs ORT wasm (CPU); --ort none: ours in Node only (a GPU machine without',
+    '            a browser). --quick: 1 layer, a 4096 vocabulary, B = 1, 4, prompt 16, 6 new, 2 runs (a few',
+    '            minutes on SwiftShader: compare the ratios there, never the absolute numbers); --tiny: toy widths',
+    '            (seconds). --bandwidth GB/s adds the decode bound of each of our rows (weights read once a',
+    '            step over that bandwidth) and achieved / bound.',
   ].join('\n'),
   options: {
     json: { type: 'boolean', description: 'print one JSON object instead of a table' },
@@ -51,6 +98,13 @@ export const benchCommand: Command = {
     },
     swiftshader: { type: 'boolean', description: 'use SwiftShader even if a hardware adapter exists' },
     browser: { type: 'boolean', description: 'onnx: race in headless Chromium (ORT webgpu and wasm) on the built app' },
+    ort: { type: 'string', value: 'EP', description: 'models: webgpu (headless Chromium, default), wasm (Node) or none (ours only)' },
+    models: { type: 'string', value: 'M,M', description: `models: which (${MODEL_NAMES.join(', ')}; default all)` },
+    batches: { type: 'string', value: 'B,B', description: 'models: batch sizes (default 1,8,32; --quick 1,4)' },
+    prompt: { type: 'string', value: 'N', description: 'models: prompt tokens per row (default 64; --quick 16)' },
+    'new-tokens': { type: 'string', value: 'N', description: 'models: new tokens per row, at least 2 (default 32; --quick 6)' },
+    tiny: { type: 'boolean', description: 'models: toy widths (smoke tests)' },
+    bandwidth: { type: 'string', value: 'GB/s', description: "models: the GPU's memory bandwidth, for the decode bound (H200: 4800)" },
   },
   examples: [
     'npx coderl bench runtime',
@@ -60,21 +114,19 @@ export const benchCommand: Command = {
     'npx coderl bench engine --preset small --steps 10',
     'npx coderl bench onnx --preset small --json',
     'npm run build && npx coderl bench onnx --browser',
+    'npx coderl bench models --quick',
+    'npx coderl bench models --ort none --models smollm2-135m --batches 32 --bandwidth 4800 --json',
   ],
   async run(options, positionals, io) {
     const suite = positionals[0];
     if (!suite || !(SUITES as readonly string[]).includes(suite)) {
       throw new UsageError(`coderl bench: ${suite ? `unknown suite '${suite}'` : 'name a suite'}; suites: ${SUITES.join(', ')}`);
     }
-    if (suite !== 'engine') {
-      for (const k of suite === 'onnx' ? (['sizes', 'steps'] as const) : (['sizes', 'reps', 'steps', 'preset'] as const)) {
-        if (options[k] !== undefined)
-          throw new UsageError(
-            `coderl bench: --${k} applies to the ${k === 'sizes' || k === 'steps' ? 'engine suite' : 'engine and onnx suites'} only`,
-          );
-      }
+    for (const [k, suites] of Object.entries(APPLIES)) {
+      if (options[k] !== undefined && !suites.includes(suite as Suite))
+        throw new UsageError(`coderl bench: --${k} applies to the ${listSuites(suites)} suite${suites.length > 1 ? 's' : ''} only`);
     }
-    if (options.browser !== undefined && suite !== 'onnx') throw new UsageError('coderl bench: --browser applies to the onnx suite only');
+    if (suite === 'models') return runModels(options, io);
     if (suite === 'onnx' && options.browser === true) {
       if (options.reps !== undefined || options.quick !== undefined || options.swiftshader !== undefined)
         throw new UsageError('coderl bench onnx --browser: the page runs its own settings; --preset and --json only');
@@ -143,6 +195,73 @@ async function runRace(rt: GpuRuntime, provider: GpuProvider, opts: OnnxRaceOpti
   const adapter = `${a.vendor} ${a.architecture} ${a.description}`.trim();
   io.out(json ? JSON.stringify({ adapter, ...r }) : formatOnnxRace(r, adapter));
   return 0;
+}
+
+/** `coderl bench models`: ours and ORT (webgpu in Chromium, wasm in Node) or ours alone. */
+async function runModels(options: Options, io: Io): Promise<number> {
+  const o = modelsOptions(options);
+  const ort = options.ort === undefined ? 'webgpu' : options.ort;
+  if (typeof ort !== 'string' || !(ORT_CHOICES as readonly string[]).includes(ort))
+    throw new UsageError(`coderl bench models: --ort must be ${ORT_CHOICES.join(', ')}, got '${String(ort)}'`);
+  const t0 = performance.now();
+  const say = (m: string): void => io.err(`coderl bench models: ${m} (${((performance.now() - t0) / 1000).toFixed(1)} s)`);
+  let r;
+  if (ort === 'webgpu') {
+    if (options.swiftshader !== undefined)
+      throw new UsageError(
+        "coderl bench models --ort webgpu: the page uses Chromium's adapter; --swiftshader applies to --ort wasm / none",
+      );
+    say('ours and ORT webgpu in one headless Chromium page, on its adapter');
+    const { browserModelsBench } = await import('../../../bench/models-browser');
+    r = await browserModelsBench({ options: o, root: process.cwd(), say });
+  } else {
+    const provider = await nodeProvider({ forceSwiftShader: options.swiftshader === true });
+    for (const note of provider.notes) say(`note: ${note}`);
+    const rt = await GpuRuntime.create(provider);
+    try {
+      if (ort === 'wasm') say("ORT's webgpu provider needs a browser (--ort webgpu): this is ours (WebGPU, Node) vs ORT wasm (CPU)");
+      else say('ours only (--ort none)');
+      const engines = ort === 'wasm' ? [{ name: 'ORT wasm', ort: await loadNodeOrt(), gpuKv: false, counters: null }] : [];
+      r = await benchModels(rt, engines, o, say);
+    } finally {
+      rt.dispose();
+    }
+  }
+  say('done');
+  io.out(options.json ? JSON.stringify(r) : formatModelsBench(r));
+  return r.models.some((m) => m.engines.some((e) => e.error)) ? 1 : 0;
+}
+
+/** --quick / --tiny pick the sizes; --models, --batches, --prompt, --new-tokens, --reps and --bandwidth override. */
+function modelsOptions(options: Options): ModelsBenchOptions {
+  if (options.quick && options.tiny) throw new UsageError('coderl bench models: --quick or --tiny, not both');
+  const base = options.tiny ? MODELS_BENCH_TINY : options.quick ? MODELS_BENCH_QUICK : MODELS_BENCH_DEFAULTS;
+  const o: ModelsBenchOptions = { ...base };
+  const list = (k: string) => (typeof options[k] === 'string' ? (options[k] as string).split(',').map((x) => x.trim()) : null);
+  const models = list('models');
+  if (models) {
+    for (const m of models)
+      if (!(MODEL_NAMES as string[]).includes(m))
+        throw new UsageError(`coderl bench models: --models takes ${MODEL_NAMES.join(', ')}, got '${m}'`);
+    o.models = models as ModelName[];
+  }
+  const batches = list('batches');
+  if (batches) o.batches = batches.map((b) => positiveInt(b, '--batches', 4096));
+  if (typeof options.prompt === 'string') o.promptLen = positiveInt(options.prompt, '--prompt', 4096);
+  if (typeof options['new-tokens'] === 'string') o.newTokens = positiveInt(options['new-tokens'], '--new-tokens', 4096);
+  if (typeof options.reps === 'string') o.reps = positiveInt(options.reps, '--reps', 1000);
+  if (typeof options.bandwidth === 'string') {
+    const bw = Number(options.bandwidth);
+    if (!(bw > 0) || !Number.isFinite(bw))
+      throw new UsageError(`coderl bench models: --bandwidth takes GB/s, a positive number, got '${options.bandwidth}'`);
+    o.bandwidthGBs = bw;
+  }
+  try {
+    validateModelsOptions(o);
+  } catch (e) {
+    throw new UsageError(`coderl ${e instanceof Error ? e.message : String(e)}`);
+  }
+  return o;
 }
 
 /** --quick: small shapes and 3 reps; --preset and --reps override. */
