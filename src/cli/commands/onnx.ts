@@ -1,5 +1,5 @@
-import { writeFile } from 'node:fs/promises';
-import { basename } from 'node:path';
+import { readFile, writeFile } from 'node:fs/promises';
+import { basename, dirname, join, resolve } from 'node:path';
 import { createAnalyzer } from '../../analysis';
 import { nodeWasmLoader } from '../../analysis/wasm-node';
 import { nodeProvider } from '../../gpu/node';
@@ -13,6 +13,11 @@ import { evaluate } from '../../rl/evaluate';
 import { createNodePool, phasedPoolSize } from '../../sandbox/pool.node';
 import { loadSuite } from '../../tasks/suite';
 import { formatIssue } from '../../tasks/types';
+import { describeArch } from '../../model/arch';
+import { describeHfModel, loadHfFolder } from '../../hf/load';
+import { HF_FILES } from '../../hf/folder';
+import { nodeFolder } from '../../hf/node';
+import { exportDecoderOnnx } from '../../onnx/decoder-export';
 import { exportOnnx, tokenizerSidecarPath } from '../../onnx/export';
 import { importOnnxModel, OnnxImportError } from '../../onnx/import';
 import { loadNodeOrt } from '../../onnx/node';
@@ -29,14 +34,14 @@ export const PARITY_TOLERANCE = 1e-4;
 
 /** Which options each subcommand takes (any other is a usage error). */
 const ALLOWED: Record<Sub, string[]> = {
-  export: ['checkpoint', 'out', 'kv-cache'],
+  export: ['checkpoint', 'model', 'out', 'kv-cache'],
   parity: ['checkpoint', 'json', 'seed', 'cpu-only'],
   eval: ['model', 'tokenizer', 'context', 'suite', 'k', 'samples', 'temperature', 'max-new-tokens', 'seed', 'workers', 'out'],
 };
 
 export const onnxCommand: Command = {
   name: 'onnx',
-  summary: 'ONNX interop: export a checkpoint, check parity with onnxruntime, evaluate an imported model',
+  summary: 'ONNX interop: export a checkpoint or a Hugging Face model, check parity with onnxruntime, evaluate an imported model',
   usage: 'coderl onnx export|parity|eval [options]',
   description: [
     'Subcommands:',
@@ -46,6 +51,12 @@ export const onnxCommand: Command = {
     '          outputs logits [batch, sequence, vocab] and values [batch, sequence]. --kv-cache adds',
     '          past_key_values.{i}.key/value inputs and present.{i}.key/value outputs laid out',
     '          [batch, heads, past_sequence, head_size]. The tokenizer goes next to it as M.tokenizer.json.',
+    '  export  --model DIR --out M.onnx [--kv-cache]',
+    '          a Hugging Face model folder (GPT2LMHeadModel, LlamaForCausalLM, Qwen2ForCausalLM) as the same',
+    '          kind of graph, logits only (no value head); the KV cache is per key/value head:',
+    '          [batch, kv_heads, past_sequence, head_size]. Float32 weights (F16 and BF16 widened), at most',
+    '          2 GiB (one protobuf file). Its tokenizer.json (and tokenizer_config.json) are copied as they',
+    "          are next to M.onnx: the lab's M.tokenizer.json format cannot hold a Hugging Face tokenizer.",
     '  parity  [--checkpoint C] [--json] [--seed S] [--cpu-only]',
     '          exports the model (without --checkpoint: a fresh tiny random model, seeded), runs both',
     '          graphs in onnxruntime-web (wasm) on random tokens and prints the max relative difference',
@@ -64,7 +75,7 @@ export const onnxCommand: Command = {
     'kv-cache': { type: 'boolean', description: 'export: the KV-cache variant of the graph' },
     json: { type: 'boolean', description: 'parity: print one JSON object' },
     'cpu-only': { type: 'boolean', description: 'parity: skip the WebGPU comparison' },
-    model: { type: 'string', description: 'eval: the ONNX model', value: 'M' },
+    model: { type: 'string', description: 'export: a Hugging Face model folder; eval: the ONNX model', value: 'M' },
     tokenizer: { type: 'string', description: 'eval: its tokenizer JSON (default: M.tokenizer.json)', value: 'T' },
     context: { type: 'string', description: "eval: the model's context length (default: from our export metadata)", value: 'N' },
     suite: { type: 'string', description: "eval: suite JSONL (plain or .gz), or a built-in suite's name", value: 'S' },
@@ -77,6 +88,7 @@ export const onnxCommand: Command = {
   },
   examples: [
     'npx coderl onnx export --checkpoint runs/tiny-1/policy.ckpt --out policy.onnx',
+    'npx coderl onnx export --model models/SmolLM2-135M --out smollm2/model.onnx --kv-cache',
     'npx coderl onnx parity --json',
     'npx coderl onnx eval --model policy.onnx --suite runs/tiny-1/tasks/heldout.jsonl --k 1',
   ],
@@ -98,8 +110,12 @@ export const onnxCommand: Command = {
 };
 
 async function runExport(options: Options, io: Io): Promise<number> {
-  if (typeof options.checkpoint !== 'string') throw new UsageError('coderl onnx export: --checkpoint C is required');
+  if (typeof options.checkpoint === 'string' && typeof options.model === 'string')
+    throw new UsageError('coderl onnx export: --checkpoint C or --model DIR, not both');
   if (typeof options.out !== 'string') throw new UsageError('coderl onnx export: --out M.onnx is required');
+  if (typeof options.model === 'string') return runExportHf(options.model, options.out, options['kv-cache'] === true, io);
+  if (typeof options.checkpoint !== 'string')
+    throw new UsageError('coderl onnx export: --checkpoint C (a lab checkpoint) or --model DIR (a Hugging Face folder) is required');
   const snap = loadModel(await readInput('onnx export', options.checkpoint));
   const out = options.out;
   const tokPath = tokenizerSidecarPath(out);
@@ -115,6 +131,48 @@ async function runExport(options: Options, io: Io): Promise<number> {
     io.out(`wrote ${tokPath}`);
   } else {
     io.err(`coderl onnx export: ${options.checkpoint} carries no tokenizer; no ${tokPath} written`);
+  }
+  return 0;
+}
+
+/**
+ * A Hugging Face folder as ONNX (onnx/decoder-export.ts). The tokenizer files are copied as they
+ * are: the lab's sidecar (M.tokenizer.json, Tokenizer.toJSON) is its own byte-level BPE with a
+ * fixed pre-tokenizer and cannot express GPT-2's, Llama's or Qwen2's tokenizer.json. A different
+ * file of the same name already at the destination is not overwritten.
+ */
+async function runExportHf(dir: string, out: string, kvCache: boolean, io: Io): Promise<number> {
+  const model = await loadHfFolder(await nodeFolder(dir));
+  io.err(`coderl onnx export: ${dir}: ${describeHfModel(model)}`);
+  const copies: { from: string; to: string; bytes: Uint8Array }[] = [];
+  for (const name of [HF_FILES.tokenizer, HF_FILES.tokenizerConfig]) {
+    const from = join(dir, name);
+    const to = join(dirname(out), name);
+    let bytes: Uint8Array;
+    try {
+      bytes = new Uint8Array(await readFile(from));
+    } catch {
+      continue; // tokenizer_config.json is optional (loadHfFolder required tokenizer.json)
+    }
+    if (resolve(from) === resolve(to)) continue;
+    let there: Uint8Array | null = null;
+    try {
+      there = new Uint8Array(await readFile(to));
+    } catch {
+      // nothing there yet
+    }
+    if (there && Buffer.compare(Buffer.from(there), Buffer.from(bytes)) !== 0)
+      throw new UsageError(`coderl onnx export: ${to} exists and differs from ${from}; export into another folder`);
+    copies.push({ from, to, bytes });
+  }
+  const bytes = exportDecoderOnnx(model.arch, model.weights, { kvCache, tokenizerFile: HF_FILES.tokenizer });
+  await writeFile(out, bytes);
+  io.out(
+    `wrote ${out}: ${(bytes.length / 2 ** 20).toFixed(1)} MiB, ${kvCache ? 'with' : 'without'} KV cache (${describeArch(model.arch)}; logits only)`,
+  );
+  for (const c of copies) {
+    await writeFile(c.to, c.bytes);
+    io.out(`copied ${c.from} -> ${c.to} (as it is: the lab's M.tokenizer.json format cannot hold a Hugging Face tokenizer)`);
   }
   return 0;
 }
