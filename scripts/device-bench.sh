@@ -9,8 +9,10 @@
 #   DEVICE_BENCH_LOCAL=1     simulate on a build machine: nothing is unpacked into / and
 #                            ldconfig is not run (Dawn falls back to SwiftShader there)
 #   DEVICE_BENCH_QUICK=1     small sizes (a few minutes on SwiftShader)
-#   DEVICE_BENCH_DEADLINE=N  seconds the whole script may take (default 330); each step's
+#   DEVICE_BENCH_DEADLINE=N  seconds the whole script may take (default 480); each step's
 #                            timeout is cut so that the script ends by then, hung steps included
+#   DEVICE_BANDWIDTH_GBS=N   the GPU's memory bandwidth for the decode bound of `bench models`
+#                            (default 4800: H200, 4.8 TB/s)
 #   DEVICE_PACK, DEVICE_WORK the packed folder (.devrun) and where it is unpacked (/tmp/devrun)
 # A failing or timed-out step is logged and the next one runs.
 set -u
@@ -19,7 +21,8 @@ PACK=${DEVICE_PACK:-.devrun}
 WORK=${DEVICE_WORK:-/tmp/devrun}
 LOCAL=${DEVICE_BENCH_LOCAL:-0}
 QUICK=${DEVICE_BENCH_QUICK:-0}
-DEADLINE=${DEVICE_BENCH_DEADLINE:-330}
+DEADLINE=${DEVICE_BENCH_DEADLINE:-480}
+BANDWIDTH=${DEVICE_BANDWIDTH_GBS:-4800}
 mkdir -p "$OUT"
 PACK=$(cd "$PACK" 2>/dev/null && pwd) || { echo "no $PACK folder: run node scripts/device-pack.mjs and carry .devrun" | tee "$OUT/bench.log"; exit 1; }
 START=$SECONDS
@@ -58,6 +61,34 @@ json_step() {
   [ -s "$OUT/$file" ] && { echo "--- $OUT/$file:"; cat "$OUT/$file"; echo; } || rm -f "$OUT/$file"
   return $rc
 }
+
+# Prints `coderl bench models --json` as one line per model and B, then SmolLM2-135M at B=32
+# against the memory-bandwidth bound: bytes of weights read per decode step / bandwidth.
+MODELS_SUMMARY='
+const r = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
+const mib = (b) => (b / 2 ** 20).toFixed(b < 2 ** 24 ? 2 : 0);
+console.log("bench models on " + r.adapter + ": " + r.size + " shapes, prompt " + r.prompt_len + ", " + r.new_tokens + " new tokens");
+for (const m of r.models)
+  for (const e of m.engines) {
+    if (e.error) console.log("  " + m.model + " " + e.engine + ": FAILED: " + e.error);
+    else console.log("  " + m.model + " " + e.engine + ": load " + e.upload_ms + " ms + " + e.compile_ms + " ms compile");
+    for (const x of e.rows)
+      console.log("    B=" + String(x.B).padEnd(3) + " prefill " + String(x.prefill_tokens_per_s).padStart(8) + " tok/s  decode " +
+        String(x.decode_tokens_per_s).padStart(8) + " tok/s  " + x.dispatches_per_step + " dispatches, " + x.submits_per_step +
+        " submits a step  GPU " + mib(x.peak_bytes) + " MiB (weights " + mib(x.memory.weights) + ", KV " + mib(x.memory.kv_cache) +
+        ", activations " + mib(x.memory.activations) + ")" + (x.bound ? "  bound " + x.bound.tokens_per_s + " tok/s, achieved " +
+        (100 * x.bound.achieved).toFixed(1) + "%" : ""));
+  }
+const s = r.models.find((m) => m.model === "smollm2-135m");
+const row = s && s.engines[0].rows.find((x) => x.B === 32);
+if (row && row.bound) {
+  const b = row.bound;
+  console.log("SmolLM2-135M, B=32 decode: " + row.decode_tokens_per_s + " tok/s; weights read a step " + mib(b.weight_bytes_per_step) +
+    " MiB / " + r.bandwidth_gb_s + " GB/s = " + (b.weight_bytes_per_step / (r.bandwidth_gb_s * 1e6)).toPrecision(3) + " ms a step, bound " +
+    b.tokens_per_s + " tok/s (" + b.with_kv_tokens_per_s + " counting the KV cache read); achieved/bound = " + b.achieved +
+    " (" + (100 * b.achieved).toFixed(1) + "%)");
+} else console.log("SmolLM2-135M at B=32: no row (see above)");
+'
 
 main() {
   section "device bench on $(uname -nsrm); local=$LOCAL quick=$QUICK deadline=${DEADLINE}s"
@@ -131,6 +162,14 @@ main() {
     rc=$?; ((rc && rc != 124 && rc != 137)) &&
       json_step "engine, preset medium, retry: ${medium[*]} steps=1" 80 bench-engine-medium.json "${extra[@]}" preset=medium "${medium[@]}" steps=1
   fi
+  # imported models at full size (SmolLM2-135M, Qwen2.5-0.5B, GPT-2 small shapes, random weights),
+  # ours only: the device has no browser, so ORT's webgpu provider cannot run here (--ort none);
+  # with the decode bound of every row at $BANDWIDTH GB/s (weights read once a step)
+  local models=(--batches 1,8,32)
+  [ "$QUICK" = 1 ] && models=(--tiny --models smollm2-135m --batches 2,32)
+  json_step "bench models ${models[*]} (ours only, bound at $BANDWIDTH GB/s)" 170 bench-models.json \
+    "${cli[@]}" bench models --ort none "${models[@]}" --bandwidth "$BANDWIDTH" --json &&
+    timeout 20 "$NODE" -e "$MODELS_SUMMARY" "$OUT/bench-models.json"
   command -v nvidia-smi >/dev/null 2>&1 && timeout 20 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu,power.draw,memory.used --format=csv
   section "done; files in $OUT:"
   ls -la "$OUT"
