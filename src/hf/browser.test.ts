@@ -25,7 +25,7 @@ import {
   type FileHandleLike,
 } from './browser';
 import { isModelFile } from './folder';
-import { loadHfFolder } from './load';
+import { describeHfModel, loadHfFolder } from './load';
 
 const FIXTURE = join(import.meta.dirname, '../../data/hf-fixtures/qwen2');
 const fixtureNames = readdirSync(FIXTURE).sort();
@@ -113,7 +113,7 @@ async function storeWithQwen2(root = new FakeDir('')) {
   const store = new HfModelStore(opfsModelDirs(root));
   const src = filesFolder('qwen2', pickedFiles(fixtureFiles()).files);
   const m = await loadHfFolder(src);
-  const summary = summarizeHfModel(m, { name: 'qwen2/', sha256: 'a'.repeat(64) });
+  const summary = summarizeHfModel(m, { name: 'qwen2/', sha256: 'a'.repeat(64) }, describeHfModel(m));
   return { store, src, m, summary, root };
 }
 

@@ -20,7 +20,7 @@
 import { fileArea, STORAGE_NAME, type AreaLayout, type FileArea, type StorageKind } from '../storage/browser';
 import { errorText } from '../util/errors';
 import { HF_FILES, isModelFile, type ModelFolder } from './folder';
-import { describeHfModel, type HfModel } from './load';
+import type { HfModel } from './load';
 
 /** A folder whose files are Blobs (a picked or dropped File, an OPFS file): what a copy streams from. */
 export interface BlobFolder extends ModelFolder {
@@ -216,9 +216,13 @@ export interface HfModelSummary {
   ref: { name: string; sha256: string };
 }
 
-export function summarizeHfModel(m: HfModel, ref: { name: string; sha256: string }): HfModelSummary {
+/**
+ * The summary of a loaded model; `description` is load.ts describeHfModel(m), passed in so that
+ * this module does not load the loader (the page imports it for pickedFiles and droppedFiles).
+ */
+export function summarizeHfModel(m: HfModel, ref: { name: string; sha256: string }, description: string): HfModelSummary {
   return {
-    description: describeHfModel(m),
+    description,
     architecture: m.arch.hfArchitecture,
     parameters: m.parameters,
     dtypes: [...m.dtypes],

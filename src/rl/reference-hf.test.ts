@@ -174,7 +174,7 @@ describe('runHfReference: the run directory keeps a copy', () => {
   test('no copy and no model, a model that is not the one named, another run in the directory', async () => {
     const { ref } = await loadHfReferenced(qwen2());
     await expect(runHfReference(new MemoryRunDir(), ref)).rejects.toThrow(
-      `the run's KL reference is the Hugging Face model qwen2/ (SHA-256 ${ref.sha256.slice(0, 12)}…), and the run directory does not hold it (reference/hf/files.json is missing); import the model in the Models panel`,
+      `the run's KL reference is the Hugging Face model qwen2/ (SHA-256 ${ref.sha256.slice(0, 12)}…), and the run directory does not hold it (reference/hf/files.json is missing); import the model in the Hugging Face models panel`,
     );
     const wrong = new MemoryRunDir();
     await expect(runHfReference(wrong, { ...ref, sha256: '1'.repeat(64) }, qwen2())).rejects.toThrow(

@@ -192,7 +192,7 @@ export async function runHfReference(store: RunDir, named: ReferenceRef, given?:
   if (!given) {
     throw new Error(
       `the run's KL reference is the Hugging Face model ${describeReference(named)}, and the run directory does not hold it (${REFERENCE_HF_FILES} is missing); ` +
-        'import the model in the Models panel and pick it as the KL reference',
+        'import the model in the Hugging Face models panel and pick it as the KL reference',
     );
   }
   const existing = await readJson<{ cfg?: RlConfig }>(store, 'config.json');
