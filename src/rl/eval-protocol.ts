@@ -7,8 +7,10 @@
  * message, after which it closes itself (worker-protocol.ts). Stop is the page terminating the
  * worker (an evaluation saves nothing, so there is nothing to finish first).
  */
+import type { StorageKind } from '../storage/browser';
 import type { Task } from '../tasks/types';
 import type { EvalProgress, EvalSettings, TaskRow } from './eval-suite';
+import type { PromptFormatKind } from './prompt-format';
 import type { RunBackend } from './run-protocol';
 import type { WorkerKind } from './worker-protocol';
 
@@ -25,11 +27,25 @@ export interface OnnxEvalModel {
   contextLength: number;
 }
 
+/** A Hugging Face model stored in the Models panel (hf/browser.ts HfModelStore): the worker loads it from there. */
+export interface HfEvalModel {
+  kind: 'hf';
+  /** its id in the model store */
+  id: string;
+  /** its folder's name, for messages */
+  name: string;
+  /** where the page keeps models; the worker reads them from there */
+  storage: StorageKind;
+}
+
 /** page -> worker */
 export type ToEvalWorker = {
   type: 'start';
-  /** the checkpoint file's bytes (a policy with its tokenizer), or an imported ONNX model (run in onnxruntime-web's wasm provider) */
-  checkpoint: Uint8Array | OnnxEvalModel;
+  /**
+   * the checkpoint file's bytes (a policy with its tokenizer), an imported ONNX model (run in
+   * onnxruntime-web's wasm provider), or a stored Hugging Face model (run on our engine)
+   */
+  checkpoint: Uint8Array | OnnxEvalModel | HfEvalModel;
   /** the suite, as loadSuite parsed it on the page */
   tasks: Task[];
   settings: EvalSettings;
@@ -55,6 +71,8 @@ export interface EvalReport {
   contextLength: number;
   /** one per task of the suite (after the limit), unfit ones included */
   rows: TaskRow[];
+  /** how the prompts reached the model (the settings' format resolved for its tokenizer) */
+  format: PromptFormatKind;
   backend: RunBackend;
   seconds: number;
 }

@@ -7,7 +7,9 @@
  * worker (run-worker.ts) it creates everything it needs: a GPU runtime of its own (the cpu
  * backend, with a note why, when WebGPU is not usable here), the sandbox pool (nested module
  * workers) and the analyzer. An ONNX model imported in the Checkpoints panel is loaded in
- * onnxruntime-web (wasm provider) instead.
+ * onnxruntime-web (wasm provider) instead; a Hugging Face model of the Models panel is read from
+ * this browser's model store (hf/browser.ts) and runs on our engine, its prompts in the settings'
+ * format (chat through its template, or plain completion).
  */
 import { createAnalyzer } from '../analysis';
 import { browserWasmLoader } from '../analysis/wasm-browser';
@@ -20,6 +22,11 @@ import { browserOrt } from '../onnx/browser';
 import { importOnnxModel } from '../onnx/import';
 import { createBrowserPool, phasedPoolSize } from '../sandbox/pool.browser';
 import { Tokenizer } from '../tokenizer';
+import type { TextTokenizer } from '../tokenizer/types';
+import { loadHfFolder } from '../hf/load';
+import { HfPolicy } from '../policy/hf';
+import type { ChatSource } from './prompt-format';
+import { followPageStorage } from './worker-storage';
 import { EVAL_WORKER, type FromEvalWorker, type ToEvalWorker } from './eval-protocol';
 import { evalSuite } from './eval-suite';
 import type { RunBackend } from './run-protocol';
@@ -36,23 +43,36 @@ async function evaluate(m: ToEvalWorker): Promise<Extract<FromEvalWorker, { type
   const src = m.checkpoint;
   let runtime: GpuRuntime | null = null;
   let policy: PolicyBackend;
-  let tok: Tokenizer;
+  let tok: TextTokenizer & ChatSource;
   let backend: RunBackend;
-  if (src instanceof Uint8Array) {
-    const snap = loadModel(src);
-    if (!snap.tokenizer) throw new Error('the checkpoint carries no tokenizer; it cannot be sampled from text prompts');
-    tok = Tokenizer.fromJSON(snap.tokenizer);
+  /** a GPU runtime for our engine when asked for, or the note why the cpu backend is used */
+  const engine = async (): Promise<{ backend: RunBackend; runtime: GpuRuntime | null }> => {
     let note: string | null = null;
+    let rt: GpuRuntime | null = null;
     if (m.backend === 'webgpu') {
       try {
-        runtime = await GpuRuntime.create(browserProvider(), { onUncapturedError: (e) => console.warn(`WebGPU: ${e.message}`) });
+        rt = await GpuRuntime.create(browserProvider(), { onUncapturedError: (e) => console.warn(`WebGPU: ${e.message}`) });
       } catch (e) {
         note = `WebGPU is not usable in the eval worker: ${sentence(errorText(e))} The evaluation uses the cpu backend (the float64 reference model) instead.`;
       }
     }
-    backend = runtime ? 'webgpu' : 'cpu';
-    post({ type: 'backend', backend, note });
+    post({ type: 'backend', backend: rt ? 'webgpu' : 'cpu', note });
+    return { backend: rt ? 'webgpu' : 'cpu', runtime: rt };
+  };
+  if (src instanceof Uint8Array) {
+    const snap = loadModel(src);
+    if (!snap.tokenizer) throw new Error('the checkpoint carries no tokenizer; it cannot be sampled from text prompts');
+    tok = Tokenizer.fromJSON(snap.tokenizer);
+    ({ backend, runtime } = await engine());
     policy = createBackend(backend, { config: snap.config, params: snap.params, optim: DEFAULT_OPTIM, runtime: runtime ?? undefined });
+  } else if (src.kind === 'hf') {
+    // a Hugging Face model of the Models panel, read from this browser's model store, on our engine
+    followPageStorage(src.storage);
+    const { hfModelStore } = await import('../hf/browser');
+    const model = await loadHfFolder(await (await hfModelStore()).open(src.id));
+    tok = model.tokenizer;
+    ({ backend, runtime } = await engine());
+    policy = new HfPolicy(model, { backend, runtime: runtime ?? undefined });
   } else {
     // an imported ONNX model: onnxruntime-web's wasm provider (the CPU), the safe choice in a worker
     const imported = await importOnnxModel(await browserOrt('wasm'), src.bytes, src.tokenizerText, {
@@ -88,6 +108,7 @@ async function evaluate(m: ToEvalWorker): Promise<Extract<FromEvalWorker, { type
         maxNewTokens: r.plan.maxNewTokens,
         contextLength: policy.config.contextLength,
         rows: r.rows,
+        format: r.format,
         backend,
         seconds: (performance.now() - t0) / 1000,
       },

@@ -10,7 +10,7 @@
  */
 
 /** Names of the locks: a prefix per kind of worker, then a random id. */
-export const LIFE_LOCK_PREFIX = { run: 'coderl-run-worker-', eval: 'coderl-eval-worker-' } as const;
+export const LIFE_LOCK_PREFIX = { run: 'coderl-run-worker-', eval: 'coderl-eval-worker-', model: 'coderl-model-worker-' } as const;
 
 /** A fresh life-lock name for a worker of `kind`, or undefined where Web Locks are missing. */
 export function newLifeLock(kind: keyof typeof LIFE_LOCK_PREFIX): string | undefined {

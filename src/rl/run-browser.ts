@@ -3,7 +3,8 @@
  * with the browser's pieces: the run directory in OPFS or IndexedDB (run-dir-browser.ts), the
  * sandbox pool on module Web Workers, the analyzer with the browser's wasm loader, and a GPU
  * runtime of its own (the cpu backend when WebGPU is not usable); an ONNX KL reference runs in
- * onnxruntime-web's wasm provider, kept in the run directory (reference.ts). The run worker
+ * onnxruntime-web's wasm provider, kept in the run directory (reference.ts), a Hugging Face one
+ * on the run's engine, copied there from the page's model store (reference-hf.ts). The run worker
  * (run-worker.ts) calls runInBrowser, so all of this lives in that worker, off the page's main
  * thread; the page loads this module lazily only to read stored runs.
  */
@@ -19,7 +20,9 @@ import type { RlConfig } from './config';
 import { exploreHook } from './explore-hook';
 import { runPipeline, StoppedError, type PipelineOptions, type Summary } from './pipeline';
 import type { Metrics } from './ppo-loop';
-import { onnxReference, REFERENCE_TOKENIZER_FILE, runReference, type ReferenceFiles } from './reference';
+import type { ModelFolder } from '../hf/folder';
+import { isHfReference, onnxReference, REFERENCE_TOKENIZER_FILE, runReference, type ReferenceFiles } from './reference';
+import { hfReference, runHfReference } from './reference-hf';
 import type { RunBackend, RunStorageKind } from './run-protocol';
 import { readJson } from './run-dir';
 import { runStorage } from './run-dir-browser';
@@ -46,6 +49,8 @@ export interface BrowserRunOptions {
   suiteText?: string;
   /** the ONNX KL reference cfg.rl.reference names, when the page has it (reference.ts runReference) */
   reference?: ReferenceFiles;
+  /** the stored Hugging Face model cfg.rl.reference names, when the page has it (reference-hf.ts runHfReference) */
+  hfReference?: { id: string };
 }
 
 /** What a run directory holds. */
@@ -157,6 +162,13 @@ function drillable(f: PolicyFactory): PolicyFactory {
   };
 }
 
+/** The page's stored Hugging Face model (hf/browser.ts), as a folder, when it sent one. */
+async function storedModel(ref: { id: string } | undefined): Promise<ModelFolder | undefined> {
+  if (!ref) return undefined;
+  const { hfModelStore } = await import('../hf/browser');
+  return (await hfModelStore()).open(ref.id);
+}
+
 export async function runInBrowser(o: BrowserRunOptions): Promise<Summary> {
   const [storage, s] = await Promise.all([runStorage(), scorer()]);
   if (o.storage && storage.kind !== o.storage) {
@@ -164,11 +176,23 @@ export async function runInBrowser(o: BrowserRunOptions): Promise<Summary> {
   }
   const store = storage.open(o.run);
   const named = o.cfg.rl.reference;
-  const refFiles = await runReference(store, named, o.reference);
+  const refFiles = named && isHfReference(named) ? undefined : await runReference(store, named, o.reference);
+  const hfFolder = named && isHfReference(named) ? await runHfReference(store, named, await storedModel(o.hfReference)) : undefined;
   const { runtime, note } = o.backend === 'webgpu' ? await openRuntime() : { runtime: null, note: null };
   const backend: RunBackend = runtime ? 'webgpu' : 'cpu';
   drill.runtime = runtime;
   o.onBackend?.(backend, note);
+  const what = `${named?.name} (KL reference)`;
+  const reference: PipelineOptions['reference'] = !named
+    ? undefined
+    : hfFolder
+      ? hfReference(
+          () => hfFolder,
+          named,
+          what,
+          () => ({ backend, runtime: runtime ?? undefined }),
+        )
+      : refFiles && onnxReference(wasmOrt, { ...refFiles, file: named.name, tokenizerFile: REFERENCE_TOKENIZER_FILE }, what);
   try {
     return await runPipeline({
       cfg: o.cfg,
@@ -182,10 +206,7 @@ export async function runInBrowser(o: BrowserRunOptions): Promise<Summary> {
       shouldStop: o.shouldStop,
       gate: o.gate,
       suiteText: o.suiteText,
-      reference:
-        refFiles &&
-        named &&
-        onnxReference(wasmOrt, { ...refFiles, file: named.name, tokenizerFile: REFERENCE_TOKENIZER_FILE }, `${named.name} (KL reference)`),
+      reference,
     });
   } catch (e) {
     if (!runtime || e instanceof StoppedError) throw e;

@@ -35,6 +35,11 @@ export type ToRunWorker =
        * new run); the worker keeps them in the run directory, which it reads on every later start
        */
       reference?: ReferenceFiles;
+      /**
+       * the stored Hugging Face model (hf/browser.ts HfModelStore id) cfg.rl.reference names, when
+       * the page has it (a new run); the worker copies it into the run directory (reference-hf.ts)
+       */
+      hfReference?: { id: string };
       /** a Web Lock the worker holds while it lives; the page gets it when the worker has died */
       lifeLock?: string;
     }

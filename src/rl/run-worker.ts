@@ -7,8 +7,9 @@
  * run needs is created here: the GPU runtime (its own device; WebGPU works in dedicated workers),
  * the sandbox pool (nested module workers) and the analyzer.
  */
-import { RUN_WORKER, type RunStorageKind } from './run-protocol';
+import { RUN_WORKER } from './run-protocol';
 import { hostWorker } from './worker-host';
+import { followPageStorage } from './worker-storage';
 
 let stopRequested = false;
 let pauseRequested = false;
@@ -26,17 +27,6 @@ function gate(): Promise<void> {
     };
     post({ type: 'paused' });
   });
-}
-
-/**
- * The page decided where runs live (OPFS, or IndexedDB where OPFS is missing there) and reads
- * them back from there; runStorage() decides once per context, so where the page chose IndexedDB
- * this hides OPFS from this worker before runStorage() first runs.
- */
-function followPageStorage(kind: RunStorageKind): void {
-  if (kind === 'indexeddb' && typeof navigator !== 'undefined' && navigator.storage) {
-    Object.defineProperty(navigator.storage, 'getDirectory', { value: undefined, configurable: true });
-  }
 }
 
 const { post } = hostWorker(RUN_WORKER, {
@@ -64,6 +54,7 @@ const { post } = hostWorker(RUN_WORKER, {
         storage: m.storage,
         suiteText: m.suiteText,
         reference: m.reference,
+        hfReference: m.hfReference,
         onBackend: (backend, note) => post({ type: 'backend', backend, note }),
         onEvent: (event) => post({ type: 'event', event }),
         onMetrics: (stage, metrics) => post({ type: 'metrics', stage, metrics }),
