@@ -11,13 +11,17 @@
  *
  * An ONNX model imported in the Checkpoints panel (app/onnx/OnnxImport.tsx) is kept here too
  * (`onnxModels`: its file's bytes, tokenizer text and context length, while the page is open) and
- * is offered like a checkpoint; the worker loads it in onnxruntime-web. The Experiment setup
- * offers the same models as a run's KL reference (app/setup/ReferencePicker.tsx).
+ * is offered like a checkpoint; the worker loads it in onnxruntime-web. A Hugging Face model of
+ * the Models panel (store/modelsSlice.ts) is offered too; the worker reads it from the model store
+ * and samples it on our engine, its prompts in the form's format (auto, chat or completion). The
+ * Experiment setup offers the same models as a run's KL reference (app/setup/ReferencePicker.tsx).
  */
 import type { StateCreator } from 'zustand';
 import { loadCheckpointBrowser } from '../container/browser';
 import { summarise, type CheckpointInfo } from '../lab/saved-models';
-import { EVAL_WORKER, type EvalReport, type OnnxEvalModel, type ToEvalWorker } from '../rl/eval-protocol';
+import { EVAL_WORKER, type EvalReport, type HfEvalModel, type OnnxEvalModel, type ToEvalWorker } from '../rl/eval-protocol';
+import { PROMPT_FORMATS, type PromptFormatSetting } from '../rl/prompt-format';
+import { completeModels } from './modelsSlice';
 import { settingsProblems, type EvalProgress, type EvalSettings } from '../rl/eval-suite';
 import type { ReferenceRef } from '../rl/reference';
 import type { RunBackend } from '../rl/run-protocol';
@@ -35,12 +39,20 @@ export type EvalStatus = 'idle' | 'running' | 'done' | 'stopped' | 'error';
 export const SPLITS = ['heldout', 'rl', 'train', 'val'] as const;
 export type Split = (typeof SPLITS)[number];
 
-/** A checkpoint to evaluate: a file of a stored run, one stored in the Checkpoints panel, or an ONNX model imported there. */
-export type CheckpointRef = { kind: 'run'; run: string; file: string } | { kind: 'stored'; name: string } | { kind: 'onnx'; name: string };
+/**
+ * A checkpoint to evaluate: a file of a stored run, one stored in the Checkpoints panel, an ONNX
+ * model imported there, or a Hugging Face model of the Models panel (by its id in the model store).
+ */
+export type CheckpointRef =
+  | { kind: 'run'; run: string; file: string }
+  | { kind: 'stored'; name: string }
+  | { kind: 'onnx'; name: string }
+  | { kind: 'hf'; id: string };
 /** A suite: a built-in one (tasks/builtin-suites.ts, by name), a split of a stored run, or the file the user opened. */
 export type SuiteRef = { kind: 'builtin'; name: string } | { kind: 'run'; run: string; split: Split } | { kind: 'file'; name: string };
 
-export const checkpointKey = (r: CheckpointRef): string => (r.kind === 'run' ? `run:${r.run}/${r.file}` : `${r.kind}:${r.name}`);
+export const checkpointKey = (r: CheckpointRef): string =>
+  r.kind === 'run' ? `run:${r.run}/${r.file}` : r.kind === 'hf' ? `hf:${r.id}` : `${r.kind}:${r.name}`;
 export const suiteKey = (r: SuiteRef): string => (r.kind === 'run' ? `run:${r.run}/${r.split}` : `${r.kind}:${r.name}`);
 
 /** A `*.ckpt` of a stored run, as its header describes it. */
@@ -131,9 +143,19 @@ export interface EvalForm {
   seed: string;
   /** blank: every task */
   limit: string;
+  /** how prompts reach the model (rl/prompt-format.ts): auto, chat or completion */
+  format: PromptFormatSetting;
 }
 
-export const DEFAULT_EVAL_FORM: EvalForm = { samples: '10', k: '1,5,10', temperature: '1', maxNewTokens: '48', seed: '1', limit: '' };
+export const DEFAULT_EVAL_FORM: EvalForm = {
+  samples: '10',
+  k: '1,5,10',
+  temperature: '1',
+  maxNewTokens: '48',
+  seed: '1',
+  limit: '',
+  format: 'auto',
+};
 
 /** The settings a form gives, or why not, field by field (parse errors first, then settingsProblems). */
 export function parseEvalForm(f: EvalForm): { settings: EvalSettings | null; problems: Partial<Record<keyof EvalForm, string>> } {
@@ -153,7 +175,8 @@ export function parseEvalForm(f: EvalForm): { settings: EvalSettings | null; pro
   const maxNewTokens = num('maxNewTokens', 'max new tokens');
   const seed = num('seed', 'seed');
   const limit = f.limit.trim() === '' ? null : num('limit', 'the task limit');
-  const settings: EvalSettings = { samples, k, temperature, maxNewTokens, seed, limit };
+  if (!PROMPT_FORMATS.includes(f.format)) problems.format = `the prompt format must be one of ${PROMPT_FORMATS.join(', ')}`;
+  const settings: EvalSettings = { samples, k, temperature, maxNewTokens, seed, limit, format: f.format };
   for (const [field, p] of Object.entries(settingsProblems(settings))) problems[field as keyof EvalForm] ??= p;
   return { settings: Object.keys(problems).length ? null : settings, problems };
 }
@@ -197,7 +220,18 @@ async function scanRun(run: string): Promise<StoredRunSources> {
   return { run, checkpoints, rewardModels, splits: SPLITS.filter((s) => files.includes(`tasks/${s}.jsonl`)) };
 }
 
-async function readCheckpoint(ref: CheckpointRef, onnxModels: readonly OnnxModelEntry[]): Promise<Uint8Array | OnnxEvalModel> {
+async function readCheckpoint(
+  ref: CheckpointRef,
+  onnxModels: readonly OnnxModelEntry[],
+  models: LabState['models'],
+): Promise<Uint8Array | OnnxEvalModel | HfEvalModel> {
+  if (ref.kind === 'hf') {
+    // the worker reads the model from the store itself (its weights never pass through the page)
+    const m = completeModels(models.items).find((x) => x.id === ref.id);
+    if (!m || !models.store)
+      throw new Error(`the Hugging Face model ${ref.id} is no longer stored; import it again in the Hugging Face models panel`);
+    return { kind: 'hf', id: m.id, name: m.manifest.name, storage: models.store };
+  }
   if (ref.kind === 'onnx') {
     const m = onnxModels.find((x) => x.name === ref.name);
     if (!m) throw new Error(`the ONNX model ${ref.name} is no longer loaded; import it again in the Checkpoints panel`);
@@ -315,7 +349,7 @@ export const createEvalSlice: StateCreator<LabState, [], [], EvalSlice> = (set, 
       const my = ++evalSeq;
       patch({ status: 'running', job, backend: null, note: null, progress: null, report: null, error: null });
       try {
-        const checkpoint = await readCheckpoint(ref, get().evaluation.onnxModels);
+        const checkpoint = await readCheckpoint(ref, get().evaluation.onnxModels, get().models);
         let backend: RunBackend = 'cpu';
         let note: string | null = null;
         // an ONNX model runs in onnxruntime-web, not on our engine

@@ -22,6 +22,7 @@ import type { MetricLine } from '../rl/run-files';
 import type { LabState } from './index';
 import { errorText } from '../util/errors';
 import { askedBackend, startWorker, type WorkerHandle } from './worker-client';
+import { hfReferenceModels } from './modelsSlice';
 import { estimateFor, saveCalibration, type PageEstimate } from './estimate';
 import { WORK_PHASES, type PhaseState, type WorkPhase } from '../rl/estimate';
 
@@ -53,7 +54,7 @@ export interface RunSlice {
     runs: string[];
     /** of a running run: no; pausing (asked, the step in flight finishes); paused (waiting, everything loaded) */
     pause: 'no' | 'pausing' | 'paused';
-    /** the ONNX KL reference of the run in flight or the last one (config.rl.reference); null: the SFT policy */
+    /** the KL reference (ONNX or Hugging Face) of the run in flight or the last one (config.rl.reference); null: the SFT policy */
     reference: ReferenceRef | null;
     /** the estimate the run started with (rl/estimate.ts), for the whole run's time left */
     estimate: PageEstimate | null;
@@ -63,7 +64,8 @@ export interface RunSlice {
   /**
    * starts (or resumes) the run `name`; refused while one runs or the settings are invalid. An ONNX
    * KL reference the config names is sent along when it is imported in this page (matched by name
-   * and SHA-256); otherwise the worker reads it from the run directory.
+   * and SHA-256), a Hugging Face one as its id in the model store; otherwise the worker reads it
+   * from the run directory.
    */
   startRun(preset: string, seed: number, overridesJson: string, name: string, suiteText?: string): Promise<void>;
   stopRun(): void;
@@ -200,6 +202,9 @@ export const createRunSlice: StateCreator<LabState, [], [], RunSlice> = (set, ge
       stopRequested = false;
       const imported = importedReference(cfg.rl.reference, get().evaluation.onnxModels);
       const reference = imported ? { bytes: imported.bytes, tokenizerText: imported.tokenizerText } : undefined;
+      // a Hugging Face model of the Models panel: the worker copies it from the model store itself
+      const hf = importedReference(cfg.rl.reference, hfReferenceModels(get().models.items));
+      const hfReference = hf ? { id: hf.id } : undefined;
       patch({
         status: 'running',
         name,
@@ -226,7 +231,7 @@ export const createRunSlice: StateCreator<LabState, [], [], RunSlice> = (set, ge
           () => new Worker(new URL('../rl/run-worker.ts', import.meta.url), { type: 'module', name: `coderl run ${name}` }),
           RUN_WORKER,
           {
-            start: { type: 'start', cfg, seed, run: name, backend, storage, suiteText, reference },
+            start: { type: 'start', cfg, seed, run: name, backend, storage, suiteText, reference, hfReference },
             lost: 'the run worker stopped without a word (it crashed, or the browser ended it, e.g. out of memory). What finished is saved; Resume continues from the last checkpoint.',
             onMessage: (m) => {
               if (m.type === 'event') {

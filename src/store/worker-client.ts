@@ -35,7 +35,7 @@ const softwareName = (a: { vendor: string; architecture: string; description: st
   `${a.vendor} ${a.architecture}`.trim() || a.description || 'This adapter';
 
 /** What `auto` picks for the page's GPU state, and why when it is not webgpu (pure: the Experiment panel shows it before Start). */
-export function autoBackend(gpu: LabState['gpu'], job: 'run' | 'evaluation'): { backend: RunBackend; note: string | null } {
+export function autoBackend(gpu: LabState['gpu'], job: 'run' | 'evaluation' | 'sampling'): { backend: RunBackend; note: string | null } {
   if (gpu.status === 'ready' && gpu.info?.adapter.software)
     return {
       backend: 'cpu',
@@ -56,7 +56,7 @@ export function autoBackend(gpu: LabState['gpu'], job: 'run' | 'evaluation'): { 
 export function chosenBackend(
   choice: BackendChoice,
   gpu: LabState['gpu'],
-  job: 'run' | 'evaluation',
+  job: 'run' | 'evaluation' | 'sampling',
   deviceReady = gpu.status === 'ready',
 ): { backend: RunBackend; note: string | null } {
   if (choice === 'cpu') return { backend: 'cpu', note: null };
@@ -71,7 +71,7 @@ export function chosenBackend(
  */
 export async function askedBackend(
   get: () => LabState,
-  job: 'run' | 'evaluation',
+  job: 'run' | 'evaluation' | 'sampling',
   choice: BackendChoice = 'auto',
 ): Promise<{ backend: RunBackend; note: string | null }> {
   if (choice !== 'cpu') await settledGpu(get);
