@@ -8,6 +8,7 @@ import { EvalPanel } from './panels/EvalPanel';
 import { TrainingCurves } from './panels/TrainingCurves';
 import { ExperimentPanel } from './panels/ExperimentPanel';
 import { GpuPanel, GpuStatusBadge } from './panels/GpuPanel';
+import { ModelsPanel } from './models/ModelsPanel';
 import { RolloutBrowser } from './panels/RolloutBrowser';
 import { ScratchScorer } from './panels/ScratchScorer';
 
@@ -111,6 +112,9 @@ export function App() {
           </Panel>
           <Panel id="checkpoints" title="Checkpoints">
             <CheckpointPanel />
+          </Panel>
+          <Panel id="models" title="Hugging Face models">
+            <ModelsPanel />
           </Panel>
           <Panel id="eval" title="Evaluate">
             <EvalPanel />

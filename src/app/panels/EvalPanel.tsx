@@ -1,6 +1,7 @@
 /**
  * Evaluate: `coderl eval` in the browser. A policy checkpoint (any `*.ckpt` of a stored run but
- * the reward model, one of the Checkpoints panel, or an ONNX model imported there) on a suite (a built-in benchmark
+ * the reward model, one of the Checkpoints panel, an ONNX model imported there, or a Hugging Face
+ * model of the Models panel, with the prompt format: auto, chat or completion) on a suite (a built-in benchmark
  * such as HumanEval-X JavaScript, shipped with the app; a stored run's split; or a JSONL / .jsonl.gz file the user
  * opens, its load issues listed by line), with n samples per task,
  * the k list, temperature, max new tokens, seed and an optional task limit. It runs in a worker
@@ -25,6 +26,8 @@ import {
   type Split,
 } from '../../store/evalSlice';
 import type { TaskRow } from '../../rl/eval-suite';
+import { PROMPT_FORMATS, type PromptFormatSetting } from '../../rl/prompt-format';
+import { completeModels } from '../../store/modelsSlice';
 
 interface CheckpointOption {
   key: string;
@@ -33,8 +36,10 @@ interface CheckpointOption {
   info: CheckpointInfo | null;
   /** why it cannot be evaluated; null when it can */
   problem: string | null;
-  /** an imported ONNX model's summary (it has no checkpoint header) */
+  /** an imported ONNX or Hugging Face model's summary (it has no checkpoint header) */
   summary?: string;
+  /** the model has a chat template (a Hugging Face model's tokenizer_config.json): the chat format is offered */
+  chat?: boolean;
 }
 
 const FIELDS: { field: keyof EvalForm; label: string; hint?: string }[] = [
@@ -53,6 +58,7 @@ function useCheckpointOptions(): CheckpointOption[] {
   const runs = useLab((s) => s.evaluation.runs);
   const stored = useLab((s) => s.checkpoints.items);
   const onnx = useLab((s) => s.evaluation.onnxModels);
+  const hf = useLab((s) => s.models.items);
   return useMemo(
     () => [
       ...runs.flatMap((r) =>
@@ -70,8 +76,15 @@ function useCheckpointOptions(): CheckpointOption[] {
         const summary = `ONNX model, vocabulary ${m.vocabSize}, context ${m.contextLength}; runs in onnxruntime-web (wasm)`;
         return { key: checkpointKey(ref), ref, label: `ONNX: ${m.name}`, info: null, problem: null, summary };
       }),
+      ...completeModels(hf).map((m): CheckpointOption => {
+        const ref: CheckpointRef = { kind: 'hf', id: m.id };
+        const s = m.manifest.summary;
+        const summary = `${s.description}; ${s.chatTemplate ? 'a chat template' : 'no chat template'}; runs on the lab's engine`;
+        const label = `HF: ${m.manifest.name}${m.id !== m.manifest.name ? ` (${m.id})` : ''}`;
+        return { key: checkpointKey(ref), ref, label, info: null, problem: null, summary, chat: s.chatTemplate };
+      }),
     ],
-    [runs, stored, onnx],
+    [runs, stored, onnx, hf],
   );
 }
 
@@ -99,7 +112,8 @@ export function EvalPanel() {
   const chosen = options.find((o) => o.key === ckpt) ?? null;
   const { settings, problems } = useMemo(() => parseEvalForm(form), [form]);
   const running = status === 'running';
-  const ready = settings !== null && chosen !== null && chosen.problem === null && (suite?.tasks.length ?? 0) > 0;
+  const formatOk = form.format !== 'chat' || (chosen?.chat ?? false);
+  const ready = settings !== null && chosen !== null && chosen.problem === null && formatOk && (suite?.tasks.length ?? 0) > 0;
 
   const submit = (e: FormEvent): void => {
     e.preventDefault();
@@ -123,7 +137,13 @@ export function EvalPanel() {
                 {options.length ? 'Choose a checkpoint…' : scanning ? 'Reading the stored runs…' : 'No checkpoints stored yet'}
               </option>
               {groupBy(options, (o) =>
-                o.ref.kind === 'run' ? `Run ${o.ref.run}` : o.ref.kind === 'onnx' ? 'Imported ONNX models' : 'Checkpoints panel',
+                o.ref.kind === 'run'
+                  ? `Run ${o.ref.run}`
+                  : o.ref.kind === 'onnx'
+                    ? 'Imported ONNX models'
+                    : o.ref.kind === 'hf'
+                      ? 'Hugging Face models'
+                      : 'Checkpoints panel',
               ).map(([group, items]) => (
                 <optgroup key={group} label={group}>
                   {items.map((o) => (
@@ -167,6 +187,13 @@ export function EvalPanel() {
             onChange={(v) => setForm((f) => ({ ...f, [field]: v }))}
           />
         ))}
+        <FormatField
+          id={`${id}-format`}
+          value={form.format}
+          chat={chosen?.chat ?? false}
+          disabled={running}
+          onChange={(format) => setForm((f) => ({ ...f, format }))}
+        />
         <label htmlFor={`${id}-backend`}>Backend</label>
         <select
           id={`${id}-backend`}
@@ -233,6 +260,50 @@ function Field(p: {
         {p.problem && (
           <p id={`${p.id}-error`} className="field-error" data-testid={`eval-${p.field}-error`}>
             {p.problem}
+          </p>
+        )}
+      </div>
+    </>
+  );
+}
+
+const FORMAT_TEXT: Record<PromptFormatSetting, string> = {
+  auto: 'auto (chat with a chat template)',
+  chat: 'chat (the chat template)',
+  completion: 'completion (plain prompt)',
+};
+
+/** How prompts reach the model; chat only for a model with a chat template (an imported Hugging Face instruct model). */
+function FormatField(p: {
+  id: string;
+  value: PromptFormatSetting;
+  chat: boolean;
+  disabled: boolean;
+  onChange(v: PromptFormatSetting): void;
+}) {
+  const bad = p.value === 'chat' && !p.chat;
+  return (
+    <>
+      <label htmlFor={p.id}>Prompt format</label>
+      <div>
+        <select
+          id={p.id}
+          value={p.value}
+          disabled={p.disabled}
+          aria-invalid={bad}
+          onChange={(e) => p.onChange(e.target.value as PromptFormatSetting)}
+          data-testid="eval-format"
+        >
+          {PROMPT_FORMATS.map((f) => (
+            <option key={f} value={f} disabled={f === 'chat' && !p.chat}>
+              {FORMAT_TEXT[f]}
+              {f === 'chat' && !p.chat ? ' (this model has none)' : ''}
+            </option>
+          ))}
+        </select>
+        {bad && (
+          <p className="field-error" data-testid="eval-format-error">
+            This model has no chat template: use auto or completion.
           </p>
         )}
       </div>
@@ -399,7 +470,11 @@ function ReportView() {
       <h3>Result</h3>
       <p className="hint" data-testid="eval-result-info">
         {r.tasks} task{r.tasks === 1 ? '' : 's'} × {s.samples} sample{s.samples === 1 ? '' : 's'} at temperature {s.temperature}, seed{' '}
-        {s.seed}, up to {r.maxNewTokens} new tokens, {r.backend} backend, {r.seconds.toFixed(1)} s
+        {s.seed}, up to {r.maxNewTokens} new tokens,{' '}
+        <strong data-testid="eval-result-format" data-format={r.format}>
+          {r.format} prompts
+        </strong>
+        {s.format && s.format !== r.format ? ` (format ${s.format})` : ''}, {r.backend} backend, {r.seconds.toFixed(1)} s
         {unfit > 0 && (
           <>
             {' '}

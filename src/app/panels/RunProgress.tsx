@@ -5,7 +5,7 @@
  */
 import { useEffect, useState } from 'react';
 import { runEta, WORK_PHASES, type WorkPhase } from '../../rl/estimate';
-import { describeReference, type ReferenceRef } from '../../rl/reference';
+import { referenceLabel, type ReferenceRef } from '../../rl/reference';
 import { useLab } from '../../store';
 import { formatEta, phaseEta } from '../../util/eta';
 
@@ -99,7 +99,7 @@ export function RunProgress() {
 export function ReferenceText({ reference, testId }: { reference: ReferenceRef | null; testId: string }) {
   return (
     <span data-testid={testId} data-name={reference?.name ?? ''} data-sha256={reference?.sha256 ?? ''}>
-      KL reference: {reference ? `ONNX model ${describeReference(reference)}` : 'SFT policy'}
+      KL reference: {reference ? referenceLabel(reference) : 'SFT policy'}
     </span>
   );
 }

@@ -1,12 +1,15 @@
 /**
- * The KL penalty's frozen reference: the SFT policy (the default), or an ONNX model imported in
- * the Checkpoints panel, as `coderl train --reference` makes it. A choice sets
- * config.rl.reference ({name, sha256}) in the overrides; on Start the run slice sends the model
- * and its tokenizer to the run worker, which keeps them in the run directory (rl/reference.ts).
+ * The KL penalty's frozen reference: the SFT policy (the default), an ONNX model imported in the
+ * Checkpoints panel, or a Hugging Face model of the Models panel, as `coderl train --reference`
+ * makes them. A choice sets config.rl.reference ({name, sha256}) in the overrides; on Start the
+ * run slice sends the ONNX model and its tokenizer (or the Hugging Face model's id) to the run
+ * worker, which keeps them in the run directory (rl/reference.ts, rl/reference-hf.ts).
  */
-import { useId } from 'react';
+import { useEffect, useId, useMemo } from 'react';
 import type { RlConfig } from '../../rl/config';
+import { isHfReference } from '../../rl/reference';
 import { useLab } from '../../store';
+import { hfReferenceModels } from '../../store/modelsSlice';
 import { withOverride } from './fields';
 import { referenceChoice, referenceFor } from './reference';
 
@@ -23,16 +26,28 @@ interface Props {
 export function ReferencePicker({ preset, overrides, cfg, onOverrides, disabled }: Props) {
   const id = useId();
   const models = useLab((s) => s.evaluation.onnxModels);
+  const items = useLab((s) => s.models.items);
+  const loaded = useLab((s) => s.models.loaded);
+  const refresh = useLab((s) => s.refreshModels);
+  const hfModels = useMemo(() => hfReferenceModels(items), [items]);
   const named = cfg?.rl.reference;
-  const choice = referenceChoice(named, models);
+  const choice = referenceChoice(named, models, hfModels);
   const off = disabled || overrides === null || cfg === null;
+  useEffect(() => {
+    if (!loaded) void refresh();
+  }, [loaded, refresh]);
 
   const choose = (value: string): void => {
-    onOverrides(JSON.stringify(withOverride(overrides, preset, 'rl.reference', referenceFor(value, models, named))));
+    onOverrides(JSON.stringify(withOverride(overrides, preset, 'rl.reference', referenceFor(value, models, named, hfModels))));
   };
 
   return (
-    <fieldset className="exp-suite exp-reference" data-testid="exp-reference" data-source={named ? 'onnx' : 'sft'} disabled={off}>
+    <fieldset
+      className="exp-suite exp-reference"
+      data-testid="exp-reference"
+      data-source={named ? (isHfReference(named) ? 'hf' : 'onnx') : 'sft'}
+      disabled={off}
+    >
       <legend>KL reference</legend>
       <label htmlFor={`${id}-ref`}>Frozen model the KL penalty compares the policy to</label>{' '}
       <select
@@ -57,10 +72,11 @@ export function ReferencePicker({ preset, overrides, cfg, onOverrides, disabled 
       >
         {choice.detail}
       </p>
-      {models.length === 0 && (
+      {models.length === 0 && hfModels.length === 0 && (
         <p className="hint" data-testid="exp-reference-none">
-          No ONNX model is imported. To use one, export a checkpoint as ONNX in the Checkpoints panel (the model and its tokenizer file),
-          then load both there under <em>Import ONNX model</em>.
+          No other model is imported. To use one, export a checkpoint as ONNX in the Checkpoints panel (the model and its tokenizer file)
+          and load both there under <em>Import ONNX model</em>, or import a Hugging Face model folder with this run&apos;s tokenizer in the
+          Hugging Face models panel (e.g. this run&apos;s SFT checkpoint written by <code>coderl export-hf</code>).
         </p>
       )}
     </fieldset>

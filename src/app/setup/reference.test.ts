@@ -1,5 +1,6 @@
 import { describe, expect, test } from 'vitest';
 import type { OnnxModelEntry } from '../../store/evalSlice';
+import type { HfReferenceModel } from './reference';
 import { importedReference } from '../../rl/reference';
 import { referenceChoice, referenceFor, SFT_REFERENCE, STORED_REFERENCE, storedReference } from './reference';
 
@@ -50,7 +51,7 @@ describe('the KL reference choice', () => {
   test("a choice becomes config.rl.reference: none for the SFT policy, the model's record otherwise", () => {
     expect(referenceFor(SFT_REFERENCE, [A, B], A.ref)).toBeUndefined();
     expect(referenceFor('onnx:a.onnx', [A, B], undefined)).toEqual({ name: 'a.onnx', sha256: sha('a') });
-    expect(() => referenceFor('onnx:zzz.onnx', [A], undefined)).toThrow(/no imported ONNX model is offered as "onnx:zzz\.onnx"/);
+    expect(() => referenceFor('onnx:zzz.onnx', [A], undefined)).toThrow(/no imported model is offered as "onnx:zzz\.onnx"/);
   });
 
   test('a stored config is read as it is: missing fields or a malformed reference mean the SFT policy', () => {
@@ -68,5 +69,36 @@ describe('the KL reference choice', () => {
     ]) {
       expect(storedReference(config), JSON.stringify(config)).toBeNull();
     }
+  });
+
+  test('a stored Hugging Face model is offered, chosen by its record, and named as a folder when it is not stored here', () => {
+    const hf = (id: string, name: string, s: string): HfReferenceModel =>
+      ({
+        id,
+        complete: true,
+        bytes: 10,
+        ref: { name: `${name}/`, sha256: sha(s) },
+        manifest: {
+          name,
+          summary: { description: 'GPT2LMHeadModel: 1 layers (26.1k parameters, F32)', ref: { name: `${name}/`, sha256: sha(s) } },
+        },
+      }) as unknown as HfReferenceModel;
+    const H = hf('sft-hf', 'sft-hf', 'e');
+    const H2 = hf('sft-hf-2', 'sft-hf', 'f');
+    const c = referenceChoice(H.ref, [A], [H, H2]);
+    expect(c.options.map((o) => [o.value, o.label])).toEqual([
+      [SFT_REFERENCE, 'SFT policy (default)'],
+      ['onnx:a.onnx', 'ONNX: a.onnx'],
+      ['hf:sft-hf', 'Hugging Face: sft-hf'],
+      ['hf:sft-hf-2', 'Hugging Face: sft-hf (sft-hf-2)'],
+    ]);
+    expect(c.value).toBe('hf:sft-hf');
+    expect(c.detail).toMatch(/^sft-hf\/ \(SHA-256 eeeeeeeeeeee…\): GPT2LMHeadModel: 1 layers .*must use the run's tokenizer/);
+    expect(referenceChoice(H2.ref, [A], [H, H2]).value).toBe('hf:sft-hf-2');
+    expect(referenceFor('hf:sft-hf-2', [A], undefined, [H, H2])).toEqual(H2.ref);
+    const gone = referenceChoice({ name: 'old/', sha256: sha('9') }, [A], [H]);
+    expect(gone.value).toBe(STORED_REFERENCE);
+    expect(gone.options.at(-1)?.label).toBe('Hugging Face: old/ (not imported)');
+    expect(gone.detail).toMatch(/a new run needs it imported in the Hugging Face models panel\.$/);
   });
 });
