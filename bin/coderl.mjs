@@ -29,6 +29,8 @@ export async function bundleCli(outfile, { external = true } = {}) {
     format: 'esm',
     target: 'node20',
     packages: external ? 'external' : undefined,
+    // vite (the browser benches build the app with it) imports this optional package lazily; it is not installed
+    external: external ? undefined : ['@vitejs/devtools/config'],
     loader: { '.wgsl': 'text' },
     sourcemap: 'inline',
     logLevel: 'error',
