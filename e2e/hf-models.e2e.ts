@@ -210,4 +210,21 @@ describe('Hugging Face models in the app (Chromium)', () => {
     ).toEqual(['gpt2']);
     expect(errors).toEqual([]);
   }, 240_000);
+
+  test('without OPFS the models are kept in IndexedDB, by the page and the model worker alike', async () => {
+    const { page, errors } = await open(() => {
+      delete (StorageManager.prototype as { getDirectory?: unknown }).getDirectory;
+    });
+    const models = page.getByTestId('models');
+    await expect.poll(() => models.getAttribute('data-store'), { timeout: 30_000 }).toBe('indexeddb');
+    expect(await models.textContent()).toContain('copied into this browser (IndexedDB)');
+    await importFolder(page, QWEN2);
+    if (await page.getByTestId('models-error').count())
+      throw new Error(`import failed: ${await page.getByTestId('models-error').textContent()}`);
+    const first = await generate(page, { prompt: 'function add(a, b) {', format: 'completion', max: '8' });
+    await page.reload();
+    await expect.poll(() => ids(page), { timeout: 30_000 }).toEqual(['qwen2']); // the worker wrote where the page reads
+    expect((await generate(page, { prompt: 'function add(a, b) {', format: 'completion', max: '8' })).text).toBe(first.text);
+    expect(errors).toEqual([]);
+  }, 120_000);
 });

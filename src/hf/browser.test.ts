@@ -236,6 +236,7 @@ describe('HfModelStore on an in-memory OPFS', () => {
     await expect(store.open('half')).rejects.toThrow(/did not finish/);
     expect(await store.remove('half')).toBe(true);
     expect(await store.remove('half')).toBe(false);
+    await expect(store.open('half')).rejects.toThrow('no model half is stored in this browser; import its folder again');
   });
 
   test('a stored file of another size than the manifest says is refused', async () => {

@@ -415,6 +415,7 @@ export class HfModelStore {
   /** The manifest of a complete copy; throws saying what is wrong with any other. */
   async manifest(id: string): Promise<HfManifest> {
     const b = await this.dirs.blob(id, MANIFEST_FILE);
+    if (!b && !(await this.dirs.list(id)).length) throw new Error(`no model ${id} is stored in this browser; import its folder again`);
     if (!b)
       throw new Error(`${id}: an import that did not finish (no ${MANIFEST_FILE} in its copy); delete it and import the folder again`);
     let m: unknown;

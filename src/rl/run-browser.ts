@@ -20,6 +20,7 @@ import type { RlConfig } from './config';
 import { exploreHook } from './explore-hook';
 import { runPipeline, StoppedError, type PipelineOptions, type Summary } from './pipeline';
 import type { Metrics } from './ppo-loop';
+import { hfModelStore } from '../hf/browser';
 import type { ModelFolder } from '../hf/folder';
 import { isHfReference, onnxReference, REFERENCE_TOKENIZER_FILE, runReference, type ReferenceFiles } from './reference';
 import { hfReference, runHfReference } from './reference-hf';
@@ -164,9 +165,7 @@ function drillable(f: PolicyFactory): PolicyFactory {
 
 /** The page's stored Hugging Face model (hf/browser.ts), as a folder, when it sent one. */
 async function storedModel(ref: { id: string } | undefined): Promise<ModelFolder | undefined> {
-  if (!ref) return undefined;
-  const { hfModelStore } = await import('../hf/browser');
-  return (await hfModelStore()).open(ref.id);
+  return ref && (await hfModelStore()).open(ref.id);
 }
 
 export async function runInBrowser(o: BrowserRunOptions): Promise<Summary> {

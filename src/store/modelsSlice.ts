@@ -10,7 +10,7 @@
  * The live workers stay in this module, outside the store.
  */
 import type { StateCreator } from 'zustand';
-import type { StoredHfModel } from '../hf/browser';
+import { hfModelStore, type StoredHfModel } from '../hf/browser';
 import { formatBytes } from '../lab/saved-models';
 import { MODEL_WORKER, type ModelSource, type SampleRequest, type SampleResult, type ToModelWorker } from '../rl/model-protocol';
 import type { ReferenceRef } from '../rl/reference';
@@ -92,10 +92,7 @@ const waiting = new Map<number, (m: { result: SampleResult } | { error: string }
 const newWorker = (name: string) => () =>
   new Worker(new URL('../rl/model-worker.ts', import.meta.url), { type: 'module', name: `coderl model ${name}` });
 
-async function modelStore() {
-  const { hfModelStore } = await import('../hf/browser');
-  return hfModelStore();
-}
+const modelStore = hfModelStore;
 
 export const createModelsSlice: StateCreator<LabState, [], [], ModelsSlice> = (set, get) => {
   const patch = (p: Partial<ModelsSlice['models']>): void => set((s) => ({ models: { ...s.models, ...p } }));
