@@ -1,14 +1,23 @@
 /**
- * RMSNorm forward on the GPU vs its float64 reference (eps as an f32 uniform: rows small enough
- * that eps dominates, and a zero row); the backward reference vs central finite differences of
- * the forward reference.
+ * RMSNorm forward and backward on the GPU vs their float64 references (eps as an f32 uniform:
+ * rows small enough that eps dominates, and a zero row; the backward accumulating twice onto
+ * random gradients); the backward reference vs central finite differences of the forward reference.
  * Shape legend: N rows (= BT), C channels; row-major f32.
  */
 import { describe, expect, test } from 'vitest';
 import { expectClose, testRuntime } from '../testing/gpu';
 import { centralDiff } from '../testing/finite-diff';
 import { Rng } from '../util/random';
-import { rmsnormBackwardRef, rmsnormForward, rmsnormForwardRef, rmsnormWorkgroup } from './rmsnorm';
+import {
+  recordRmsnormBackward,
+  rmsnormBackwardChannels,
+  rmsnormBackwardRef,
+  rmsnormBackwardRows,
+  rmsnormForward,
+  rmsnormForwardRef,
+  rmsnormWorkgroup,
+  type RmsnormProblem,
+} from './rmsnorm';
 
 // One f32 sum of C <= 1024 squares (all positive, so no cancellation: relative error <=
 // (log2(WG) + C/WG) * 2^-24, ~1e-6), inverseSqrt (a few ulp), two products: |out - ref| <=
@@ -72,6 +81,70 @@ describe('rmsnorm forward matches its float64 reference', () => {
     expect(rmsnormWorkgroup(576)).toBe(256);
     expect(() => rmsnormForward(48)).toThrow(/power of two/);
   });
+});
+
+// Backward, per row: dinp = rstd (dn - n mean_c(dn n)) with n = x rstd (|n| <= ~2), dn = dout w
+// (|dn| <= 2): one f32 sum of C <= 1024 terms of magnitude <= 4 (error ~sqrt(C) 2^-24 4 ~ 1e-5 at
+// worst, then divided by C) and a few products, so |dinp - ref| <= ~1e-6 rstd whatever
+// cancellation makes |dinp| small. rstd reaches 1/sqrt(eps) ~ 300 to 1000 on the rows where eps
+// dominates, so dinp (less its random start) is compared divided by its row's rstd: a per-row
+// atol of 1e-6 rstd. dweight: f32 sums over N <= 70 rows of |dout n| <= 2 (8 row lanes, then a
+// tree), twice, onto a random start: ~N 2^-24 2 ~ 1e-5 at worst. Observed on SwiftShader:
+// dinp / rstd 2.7e-7 at most, dweight 3.5e-6 (N = 70, after two passes). A missing rstd factor
+// or a dropped mean term is off by 1e-2 or more (the mean term at C = 1024).
+const BACKWARD_TOL = { atol: 1e-6, rtol: 1e-5 };
+const DWEIGHT_TOL = { atol: 1e-5, rtol: 1e-5 };
+
+/** Backward twice into gradients that start random: init + grad after one pass, init + 2 grad after two. */
+async function runBackward(N: number, C: number, eps: number, via: 'specs' | 'record', wg = rmsnormWorkgroup(C)): Promise<void> {
+  const rt = await testRuntime();
+  const rng = new Rng(N * 7 + C * 13);
+  const inp = rows(rng, N, C);
+  const weight = rng.float32(C, -2, 2);
+  const dout = rng.float32(N * C);
+  const rstd64 = new Float64Array(N);
+  rmsnormForwardRef(new Float64Array(N * C), rstd64, inp, weight, N, C, eps);
+  const rstd = Float32Array.from(rstd64); // the GPU backward gets what the f32 forward saved
+  const init = { dinp: rng.float32(N * C), dweight: rng.float32(C) };
+  const b = {
+    dinp: rt.upload(init.dinp, 'dinp'),
+    dweight: rt.upload(init.dweight, 'dweight'),
+    dout: rt.upload(dout, 'dout'),
+    inp: rt.upload(inp, 'inp'),
+    weight: rt.upload(weight, 'weight'),
+    rstd: rt.upload(rstd, 'rstd'),
+  };
+  const rec = rt.record(`rmsnorm backward N=${N} C=${C}`);
+  const reads: Promise<ArrayBuffer>[][] = [];
+  for (let pass = 0; pass < 2; pass++) {
+    if (via === 'record') {
+      const forwardProblem: RmsnormProblem = { N, C, eps }; // the forward's problem will do
+      await recordRmsnormBackward(rt, rec, b, forwardProblem);
+    } else {
+      rec.dispatch(await rt.compile(rmsnormBackwardRows(wg)), b, { N, C });
+      rec.dispatch(await rt.compile(rmsnormBackwardChannels([16, 4])), b, { N, C });
+    }
+    reads.push([rec.read(b.dinp), rec.read(b.dweight)]);
+  }
+  await rec.submit();
+  const want = { dinp: Float64Array.from(init.dinp), dweight: Float64Array.from(init.dweight) };
+  const what = `rmsnorm backward N=${N} C=${C} eps=${eps}`;
+  /** dinp minus its start, divided by the row's rstd (see BACKWARD_TOL). */
+  const perRstd = (d: ArrayLike<number>, pass: number): Float64Array =>
+    Float64Array.from({ length: N * C }, (_, i) => (d[i]! - init.dinp[i]!) / (pass + 1) / rstd[Math.floor(i / C)]!);
+  for (let pass = 0; pass < 2; pass++) {
+    rmsnormBackwardRef(want.dinp, want.dweight, dout, inp, weight, rstd, N, C);
+    const [dinp, dweight] = (await Promise.all(reads[pass]!)).map((x) => new Float32Array(x));
+    expectClose(perRstd(dinp!, pass), perRstd(want.dinp, pass), BACKWARD_TOL, `${what} dinp / rstd after pass ${pass + 1}`);
+    expectClose(dweight!, want.dweight, DWEIGHT_TOL, `${what} dweight after pass ${pass + 1}`);
+  }
+  for (const buf of Object.values(b)) buf.destroy();
+}
+
+describe('rmsnorm backward accumulates its float64 reference', () => {
+  test.each(SHAPES)('N=%i C=%i eps=%f', (N, C, eps) => runBackward(N, C, eps, 'specs'));
+  test('a 32-thread workgroup over C = 576', () => runBackward(3, 576, 1e-5, 'specs', 32));
+  test('via recordRmsnormBackward, N=9 C=65', () => runBackward(9, 65, 1e-6, 'record'));
 });
 
 test('rmsnormBackwardRef is the gradient of rmsnormForwardRef (finite differences), and accumulates', () => {

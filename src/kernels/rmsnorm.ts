@@ -1,6 +1,7 @@
 /**
- * RMS normalization (Llama, Qwen2, SmolLM2) over the channels of each row, forward on the GPU;
- * the float64 forward and backward references. Shader: shaders/rmsnorm_forward.wgsl.
+ * RMS normalization (Llama, Qwen2, SmolLM2) over the channels of each row, forward and backward
+ * on the GPU, with float64 references. Shaders: shaders/rmsnorm_forward.wgsl,
+ * shaders/rmsnorm_backward.wgsl (entry points `rows` for dinp, `channels` for dweight).
  *
  *   rstd = 1 / sqrt(mean(x^2) + eps),  out = x * rstd * weight
  *
@@ -8,11 +9,14 @@
  * Here N = BT rows of C channels. All tensors row-major f32. eps is the model's
  * `rms_norm_eps` (1e-5 for SmolLM2, 1e-6 for Qwen2), passed as an f32 uniform.
  *
- * There is no GPU backward yet: rmsnormBackwardRef is the float64 gradient the next kernel will
- * be tested against (rstd (N) saved by the forward is its input).
+ * The backward, like layernorm's, accumulates (dinp +=, dweight +=) and reads the rstd (N) the
+ * forward saved; eps is not needed again.
  */
+import backwardWgsl from '../../shaders/rmsnorm_backward.wgsl';
 import forwardWgsl from '../../shaders/rmsnorm_forward.wgsl';
 import { linearWorkgroups, rowWorkgroup, type KernelSpec } from '../gpu/kernel';
+import type { BufferBinding, Recorder } from '../gpu/recorder';
+import type { GpuRuntime } from '../gpu/runtime';
 
 /** N rows (= BT) of C channels; eps added to the mean square. */
 export interface RmsnormProblem {
@@ -30,9 +34,16 @@ function uniforms(p: RmsnormProblem): Uint8Array<ArrayBuffer> {
   return new Uint8Array(u.buffer);
 }
 
+/** The backward's sizes (eps is not needed again: the forward saved rstd); a RmsnormProblem will do. */
+export type RmsnormBackwardProblem = Pick<RmsnormProblem, 'N' | 'C'>;
+
+function checkPow2(wg: number, what: string): void {
+  if (!Number.isInteger(Math.log2(wg))) throw new Error(`${what}: workgroup size must be a power of two, got ${wg}`);
+}
+
 /** out (N, C) and rstd (N) from inp (N, C), weight (C): one workgroup of `wg` threads (a power of two) per row. */
 export function rmsnormForward(wg = 256): KernelSpec<RmsnormProblem> {
-  if (!Number.isInteger(Math.log2(wg))) throw new Error(`rmsnorm_forward: workgroup size must be a power of two, got ${wg}`);
+  checkPow2(wg, 'rmsnorm_forward');
   return {
     name: 'rmsnorm_forward',
     wgsl: forwardWgsl,
@@ -52,9 +63,73 @@ export function rmsnormForward(wg = 256): KernelSpec<RmsnormProblem> {
   };
 }
 
+const BACKWARD_BINDINGS = [
+  { name: 'dinp', kind: 'storage' }, // (N, C), accumulated
+  { name: 'dweight', kind: 'storage' }, // (C), accumulated
+  { name: 'dout', kind: 'read-only-storage' }, // (N, C)
+  { name: 'inp', kind: 'read-only-storage' }, // (N, C) the forward's input
+  { name: 'weight', kind: 'read-only-storage' }, // (C)
+  { name: 'rstd', kind: 'read-only-storage' }, // (N) saved by the forward
+  { name: 'params', kind: 'uniform' },
+] as const;
+
+function backwardUniforms(p: RmsnormBackwardProblem): Uint32Array<ArrayBuffer> {
+  return new Uint32Array([p.N, p.C]);
+}
+
+/** dinp (N, C) += ...: one workgroup of `wg` threads (a power of two) per row. */
+export function rmsnormBackwardRows(wg = 256): KernelSpec<RmsnormBackwardProblem> {
+  checkPow2(wg, 'rmsnorm_backward_rows');
+  return {
+    name: 'rmsnorm_backward_rows',
+    wgsl: backwardWgsl,
+    entryPoint: 'rows',
+    bindings: BACKWARD_BINDINGS,
+    workgroupSize: [wg],
+    dispatch: (p, limits) => linearWorkgroups(p.N, 1, limits),
+    uniforms: backwardUniforms,
+  };
+}
+
+/** dweight (C) += ...: workgroups of [channels, row lanes] own `channels` channels each (row lanes a power of two). */
+export function rmsnormBackwardChannels(wg: readonly [number, number] = [32, 8]): KernelSpec<RmsnormBackwardProblem> {
+  checkPow2(wg[1], 'rmsnorm_backward_channels (row lanes)');
+  return {
+    name: 'rmsnorm_backward_channels',
+    wgsl: backwardWgsl,
+    entryPoint: 'channels',
+    bindings: BACKWARD_BINDINGS,
+    workgroupSize: wg,
+    dispatch: (p, limits) => linearWorkgroups(p.C, wg[0], limits),
+    uniforms: backwardUniforms,
+  };
+}
+
+export interface RmsnormBackwardBuffers {
+  dinp: BufferBinding; // (N, C), accumulated
+  dweight: BufferBinding; // (C), accumulated
+  dout: BufferBinding; // (N, C)
+  inp: BufferBinding; // (N, C) the forward's input
+  weight: BufferBinding; // (C)
+  rstd: BufferBinding; // (N) saved by the forward
+}
+
 /** Kernel selection: threads per row for C channels (one per channel, 32 to 256). */
 export function rmsnormWorkgroup(C: number): number {
   return rowWorkgroup(C);
+}
+
+/** Records the backward: the per-row (dinp) and the per-channel (dweight) dispatch. */
+export async function recordRmsnormBackward(
+  rt: GpuRuntime,
+  rec: Recorder,
+  b: RmsnormBackwardBuffers,
+  p: RmsnormBackwardProblem,
+): Promise<void> {
+  const bindings = { ...b };
+  const size = { N: p.N, C: p.C };
+  rec.dispatch(await rt.compile(rmsnormBackwardRows(rmsnormWorkgroup(p.C))), bindings, size);
+  rec.dispatch(await rt.compile(rmsnormBackwardChannels()), bindings, size);
 }
 
 /** float64 reference: out (N, C), rstd (N) from inp (N, C), weight (C). */
