@@ -1,13 +1,14 @@
 /**
- * SwiGLU forward on the GPU vs its float64 reference (large |gate| included, where a naive
- * exp(-x) overflows); the backward reference vs central finite differences.
+ * SwiGLU forward and backward on the GPU vs their float64 references (large |gate| included,
+ * where a naive exp(-x) overflows; the backward accumulating twice onto a random dgu); the
+ * backward reference vs central finite differences.
  * Shape legend: N rows (= BT), F hidden features; gu (N, 2F) = [gate | up]. Row-major f32.
  */
 import { describe, expect, test } from 'vitest';
 import { expectClose, testRuntime } from '../testing/gpu';
 import { centralDiff } from '../testing/finite-diff';
 import { Rng } from '../util/random';
-import { siluScalar, swigluBackwardRef, swigluForward, swigluForwardRef } from './swiglu';
+import { siluScalar, swigluBackward, swigluBackwardRef, swigluForward, swigluForwardRef } from './swiglu';
 
 // Per output: exp (a few ulp on [-inf, 0]), one division, two products: relative error ~1e-6
 // of |out| (<= 16 here, 4e30 with the extreme gates); atol covers silu's zero crossing.
@@ -45,6 +46,49 @@ describe('swiglu forward matches its float64 reference', () => {
     [2, 1536], // SmolLM2-135M's intermediate size
   ])('N=%i F=%i', (N, F) => runForward(N, F));
   test('gates of |x| up to 1e30 stay finite and exact to rounding', () => runForward(3, 9, true));
+});
+
+// Backward: per element exp, one division and three or four products (relative error ~1e-6 of
+// each term), then one f32 addition per pass onto the random start: |dgu| <= ~18 a pass (|dout|
+// <= 1, |up| <= 4, |silu'| <= 1.1, |silu| <= 4) without the extremes, so after two passes the
+// additions' rounding alone is up to 2^-24 * 36 ~ 2e-6 absolute; rtol covers the rest. With gates
+// of 1e30 the dup terms reach 1e30: relative only. Observed on SwiftShader: max abs error 1.9e-6
+// after two passes (F = 1536), relative 2e-6 on the extremes. A gate/up swap or a missing silu'
+// term is off by O(1).
+const BACKWARD_TOL = { atol: 4e-6, rtol: 1e-5 };
+
+/** Backward twice into a dgu that starts random: init + grad after one pass, init + 2 grad after two. */
+async function runBackward(N: number, F: number, extremes = false): Promise<void> {
+  const rt = await testRuntime();
+  const rng = new Rng(N * 37 + F);
+  const gu = rng.float32(N * 2 * F, -4, 4);
+  if (extremes) {
+    const gates = [-1e30, -1000, -100, -88.8, -20, -1e-30, 0, 1e-30, 20, 88.8, 100, 1000, 1e30];
+    gates.forEach((g, i) => (gu[(i % N) * 2 * F + Math.floor(i / N)] = g));
+  }
+  const dout = rng.float32(N * F);
+  const init = rng.float32(N * 2 * F);
+  const b = { dgu: rt.upload(init, 'dgu'), dout: rt.upload(dout, 'dout'), gu: rt.upload(gu, 'gu') };
+  const kernel = await rt.compile(swigluBackward);
+  const rec = rt.record(`swiglu backward N=${N} F=${F}`);
+  const reads = [0, 1].map(() => rec.dispatch(kernel, b, { N, F }).read(b.dgu));
+  await rec.submit();
+  const want = Float64Array.from(init);
+  for (let pass = 0; pass < 2; pass++) {
+    swigluBackwardRef(want, dout, gu, N, F);
+    expectClose(new Float32Array(await reads[pass]!), want, BACKWARD_TOL, `swiglu backward N=${N} F=${F} after pass ${pass + 1}`);
+  }
+  for (const buf of Object.values(b)) buf.destroy();
+}
+
+describe('swiglu backward accumulates its float64 reference', () => {
+  test.each([
+    [1, 1],
+    [3, 7],
+    [5, 257],
+    [2, 1536],
+  ])('N=%i F=%i', (N, F) => runBackward(N, F));
+  test('gates of |x| up to 1e30 give finite gradients, exact to rounding', () => runBackward(3, 9, true));
 });
 
 test('silu in float64 at the extremes', () => {

@@ -1,6 +1,6 @@
 /**
- * SwiGLU, the gated MLP activation of Llama, Qwen2 and SmolLM2, forward on the GPU; float64
- * forward and backward references. Shader: shaders/swiglu_forward.wgsl.
+ * SwiGLU, the gated MLP activation of Llama, Qwen2 and SmolLM2, forward and backward on the GPU,
+ * with float64 references. Shaders: shaders/swiglu_forward.wgsl, shaders/swiglu_backward.wgsl.
  *
  *   out[n, f] = silu(gu[n, f]) * gu[n, F + f],  silu(x) = x / (1 + exp(-x))
  *
@@ -9,7 +9,11 @@
  *
  * Shape legend: B batch, T time, BT = B*T rows, C channels, F hidden features
  * (intermediate_size). Here N = BT rows. All tensors row-major f32.
+ *
+ * The backward accumulates (dgu +=), as gelu's and every llm.c backward do, and as
+ * swigluBackwardRef does: clear dgu first where nothing else adds to it.
  */
+import backwardWgsl from '../../shaders/swiglu_backward.wgsl';
 import forwardWgsl from '../../shaders/swiglu_forward.wgsl';
 import { linearWorkgroups, type KernelSpec } from '../gpu/kernel';
 
@@ -28,6 +32,21 @@ export const swigluForward: KernelSpec<SwigluProblem> = {
   bindings: [
     { name: 'out', kind: 'storage' }, // (N, F)
     { name: 'gu', kind: 'read-only-storage' }, // (N, 2F)
+    { name: 'params', kind: 'uniform' },
+  ],
+  workgroupSize: [WG],
+  dispatch: (p, limits) => linearWorkgroups(p.N * p.F, WG, limits),
+  uniforms: (p) => new Uint32Array([p.N, p.F]),
+};
+
+/** dgu (N, 2F) += [dgate | dup] from dout (N, F) and the forward's gu (N, 2F); accumulates. */
+export const swigluBackward: KernelSpec<SwigluProblem> = {
+  name: 'swiglu_backward',
+  wgsl: backwardWgsl,
+  bindings: [
+    { name: 'dgu', kind: 'storage' }, // (N, 2F), accumulated
+    { name: 'dout', kind: 'read-only-storage' }, // (N, F)
+    { name: 'gu', kind: 'read-only-storage' }, // (N, 2F) the forward's input
     { name: 'params', kind: 'uniform' },
   ],
   workgroupSize: [WG],
