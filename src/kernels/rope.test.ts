@@ -1,13 +1,15 @@
 /**
  * RoPE on the GPU (cos/sin from tables of transformers' float32 angles) vs the float64 reference computed from
  * the positions directly, forward and inverse, on packed qkv rows; the reference's inverse undoes
- * it; rows past the tables and the unrotated v heads are left as they were.
+ * it; rows past the tables and the unrotated v heads are left as they were; and rope with inverse
+ * = 1 on the gradient of packed d-qkv rows is the exact backward (finite differences of ropeRef).
  * Shape legend: N rows, NH query heads, NKV kv heads, HS head size, W = (NH + 2 NKV) HS,
  * nHeads rotated heads, maxPos table rows. Row-major f32; positions u32.
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
+import { centralDiff } from '../testing/finite-diff';
 import { expectClose, testRuntime } from '../testing/gpu';
 import { Rng } from '../util/random';
 import { rope, ropeInvFreq, ropeRef, ropeTables, type RopeProblem } from './rope';
@@ -90,6 +92,51 @@ test('ropeRef with inverse = 1 undoes ropeRef, and position 0 is the identity', 
   expectClose(y, x, { atol: 1e-14, rtol: 0 }, 'inverse(forward(x))'); // float64 rounding only
   ropeRef(z, positions, N, W, NH + NKV, HS, 10000, true); // inverse as a boolean
   expect(Array.from(z)).toEqual(Array.from(y));
+});
+
+test('the backward of rope is rope with inverse = 1 on the d-qkv rows: finite differences of ropeRef, and the GPU', async () => {
+  // x (N, W) packed q|k|v rows; the loss sum(g * rope(x)) is linear in x with gradient R^T g, and
+  // R is a rotation per (row, head, i) pair, so R^T = R(-angle): rope with inverse = 1 applied to
+  // g, the gradient of the rotated rows. v heads are not rotated, so their gradient passes through.
+  const [N, NH, NKV, HS, theta, maxPos] = [5, 3, 1, 8, 10000, 50];
+  const W = (NH + 2 * NKV) * HS;
+  const nHeads = NH + NKV;
+  const rng = new Rng(21);
+  const x = Float64Array.from(rng.float32(N * W, -2, 2));
+  const g = rng.float32(N * W); // the upstream gradient dq|dk|dv of the rotated rows
+  const positions = Uint32Array.from([0, maxPos - 1, 7, 7, 31]);
+  const loss = (): number => {
+    const y = Float64Array.from(x);
+    ropeRef(y, positions, N, W, nHeads, HS, theta, 0);
+    return y.reduce((s, v, i) => s + v * g[i]!, 0);
+  };
+  // the loss is linear, so a central difference has no truncation error at any h: with h = 0.5 it
+  // is exact up to float64 rounding, ~1e-16 * |loss| (<= ~100) / h ~ 1e-13
+  const fd = Array.from(x, (_, i) => centralDiff(loss, x, i, 0.5));
+  const ref = Float64Array.from(g);
+  ropeRef(ref, positions, N, W, nHeads, HS, theta, 1);
+  expectClose(ref, fd, { atol: 1e-12, rtol: 0 }, 'ropeRef inverse on g vs finite differences');
+
+  const { cos, sin } = ropeTables(maxPos, HS, theta);
+  const rt = await testRuntime();
+  const b = {
+    x: rt.upload(g, 'dqkv'),
+    positions: rt.upload(positions, 'positions'),
+    cos: rt.upload(cos, 'cos'),
+    sin: rt.upload(sin, 'sin'),
+  };
+  const rec = rt.record('rope backward');
+  rec.dispatch(await rt.compile(rope), b, { N, W, nHeads, HS, inverse: 1 });
+  const read = rec.read(b.x);
+  await rec.submit();
+  const got = new Float32Array(await read);
+  // as the forward (TOL above): the f32 tables' rounding, |g| <= 1
+  expectClose(got, fd, TOL, 'GPU rope inverse on the d-qkv rows vs finite differences');
+  for (let n = 0; n < N; n++) {
+    const v0 = n * W + nHeads * HS; // dv passes through bit for bit
+    expect(Array.from(got.subarray(v0, (n + 1) * W))).toEqual(Array.from(g.subarray(v0, (n + 1) * W)));
+  }
+  for (const buf of Object.values(b)) buf.destroy();
 });
 
 test('rope tables, frequencies and refusals', async () => {
