@@ -14,6 +14,7 @@ import { readSuiteSource, SUITE_FILE, taskSetFromSuite } from '../tasks/from-sui
 import type { RunBase, RunContext } from './context';
 import { evalSubset, type Summary } from './evaluation';
 import { loadReference } from './rl';
+import { isHfReference } from '../reference';
 
 /** Where two configs differ, as `path (stored X, given Y)`, the first few. */
 export function configDiff(stored: unknown, given: unknown, limit = 4): string[] {
@@ -50,7 +51,7 @@ export async function checkRunDir(run: RunBase): Promise<Summary | null> {
   const named = cfg.rl.reference;
   if (named && !o.reference)
     throw new Error(
-      `the run's KL reference is the ONNX model "${named.name}" (SHA-256 ${named.sha256.slice(0, 12)}…), which was not given; pass it (coderl train --reference)`,
+      `the run's KL reference is the ${isHfReference(named) ? 'Hugging Face model' : 'ONNX model'} "${named.name}" (SHA-256 ${named.sha256.slice(0, 12)}…), which was not given; pass it (coderl train --reference)`,
     );
   if (o.reference && !named)
     throw new Error(
