@@ -6,45 +6,16 @@
  * within 1e-4 relative (|a - b| / max(|b|, rms(b)), as the ONNX parity measures): without a
  * cache, with a KV cache step by step, left padded, and greedy decoding.
  */
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
 import { maxRelDiff } from '../onnx/parity';
 import { testRuntime } from '../testing/gpu';
-import { archFromHfConfig, type DecoderArch } from './arch';
+import { HF_FIXTURE_NAMES, loadHfFixture } from '../testing/hf-fixtures';
 import { cpuGenerateOn } from './cpu-generate';
 import { DecoderCpu } from './decoder-cpu';
 import { DecoderGpu } from './decoder-gpu';
 import { generateOn } from './generate';
-import { weightsFromHf, type HfTensor } from './hf-weights';
-import { readSafetensors, readSafetensorsIndex } from './safetensors';
 
-const ROOT = join(__dirname, '../../data/hf-fixtures');
 const TOL = 1e-4;
-
-interface Expected {
-  input_ids: number[][];
-  logits: number[][][];
-  kv: { prefill: number; steps: { input_ids: number[][]; position_ids: number[][]; logits: number[][][] }[] };
-  padded: { input_ids: number[][]; attention_mask: number[][]; position_ids: number[][]; logits: number[][][] };
-  greedy: { max_new_tokens: number; prompts: { input_ids: number[]; generated_ids: number[] }[] };
-}
-
-export function loadFixture(name: string): { arch: DecoderArch; weights: Map<string, Float32Array>; expected: Expected } {
-  const dir = join(ROOT, name);
-  const arch = archFromHfConfig(JSON.parse(readFileSync(join(dir, 'config.json'), 'utf8')));
-  let shards = ['model.safetensors'];
-  try {
-    shards = [...new Set(readSafetensorsIndex(readFileSync(join(dir, 'model.safetensors.index.json'), 'utf8')).values())];
-  } catch {
-    // a single file
-  }
-  const tensors = new Map<string, HfTensor>();
-  for (const s of shards)
-    for (const [n, t] of readSafetensors(new Uint8Array(readFileSync(join(dir, s))), s).tensors) tensors.set(n, { ...t, file: s });
-  const expected = JSON.parse(readFileSync(join(dir, 'expected.json'), 'utf8')) as Expected;
-  return { arch, weights: weightsFromHf(arch, tensors), expected };
-}
 
 const flat = (x: number[][][]) => x.flat(2);
 
@@ -53,8 +24,8 @@ function rows(logits: ArrayLike<number>, b: number, T: number, V: number, from: 
   return Array.prototype.slice.call(logits, (b * T + from) * V, (b * T + to) * V);
 }
 
-describe.each(['gpt2', 'llama', 'qwen2'])('%s fixture', (name) => {
-  const { arch, weights, expected: e } = loadFixture(name);
+describe.each(HF_FIXTURE_NAMES)('%s fixture', (name) => {
+  const { arch, weights, expected: e } = loadHfFixture(name);
   const V = arch.vocabSize;
   const [B, T] = [e.input_ids.length, e.input_ids[0]!.length];
   const tokens = e.input_ids.flat();

@@ -7,13 +7,9 @@
  * (its present keys and values against DecoderCpu's cache), the last-position-only logits, all
  * with a left-padded row; and the plain graph against PyTorch's logits in expected.json.
  */
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { beforeAll, describe, expect, test } from 'vitest';
-import { archFromHfConfig, type DecoderArch } from '../model/arch';
 import { DecoderCpu } from '../model/decoder-cpu';
-import { weightsFromHf, type HfTensor } from '../model/hf-weights';
-import { readSafetensors, readSafetensorsIndex } from '../model/safetensors';
+import { loadHfFixture } from '../testing/hf-fixtures';
 import { buildDecoderOnnxModel, DECODER_FORMAT, DECODER_META, exportDecoderOnnx } from './decoder-export';
 import { kvNames } from './export';
 import { loadNodeOrt } from './node';
@@ -21,27 +17,7 @@ import { maxRelDiff, parityInput } from './parity';
 import { describeValue } from './proto';
 import { createSession, floats, floatTensor, int64Tensor, runSession, type Ort, type OrtSession, type OrtTensor } from './runtime';
 
-const ROOT = join(__dirname, '../../data/hf-fixtures');
 const TOL = 1e-4;
-
-function loadFixture(name: string): {
-  arch: DecoderArch;
-  weights: Map<string, Float32Array>;
-  expected: { input_ids: number[][]; logits: number[][][] };
-} {
-  const dir = join(ROOT, name);
-  const arch = archFromHfConfig(JSON.parse(readFileSync(join(dir, 'config.json'), 'utf8')));
-  let shards = ['model.safetensors'];
-  try {
-    shards = [...new Set(readSafetensorsIndex(readFileSync(join(dir, 'model.safetensors.index.json'), 'utf8')).values())];
-  } catch {
-    // one file
-  }
-  const tensors = new Map<string, HfTensor>();
-  for (const s of shards)
-    for (const [n, t] of readSafetensors(new Uint8Array(readFileSync(join(dir, s))), s).tensors) tensors.set(n, { ...t, file: s });
-  return { arch, weights: weightsFromHf(arch, tensors), expected: JSON.parse(readFileSync(join(dir, 'expected.json'), 'utf8')) };
-}
 
 let ort: Ort;
 beforeAll(async () => {
@@ -84,7 +60,7 @@ function pick(x: ArrayLike<number>, B: number, T: number, width: number, t0: num
 }
 
 describe.each(['gpt2', 'llama', 'qwen2'])('%s fixture', (name) => {
-  const { arch, weights, expected } = loadFixture(name);
+  const { arch, weights, expected } = loadHfFixture(name);
   const { nLayer: L, nKvHead: NKV, headDim: HS, vocabSize: V } = arch;
   const cpu = new DecoderCpu(arch, weights);
   const B = 3;
@@ -182,7 +158,7 @@ describe.each(['gpt2', 'llama', 'qwen2'])('%s fixture', (name) => {
 
 describe('refusals', () => {
   test('a missing or misshapen tensor, a context beyond the model', () => {
-    const { arch, weights } = loadFixture('llama');
+    const { arch, weights } = loadHfFixture('llama');
     const missing = new Map(weights);
     missing.delete('layers.1.up.w');
     expect(() => exportDecoderOnnx(arch, missing)).toThrow(/no tensor layers\.1\.up\.w/);
