@@ -11,6 +11,11 @@ tokenizer.json, tokenizer_config.json, generation_config.json), plus expected.js
 reference's logits (no cache, with a KV cache, a left-padded batch), greedy continuations and
 tokenizer samples. Everything is seeded; two runs write byte-identical files.
 
+For training, each folder also gets grads.safetensors + grads.json (torch autograd of a masked next-token
+loss: every parameter's gradient, and a LoRA adapter's gradients, logits and merged weights), and
+data/hf-fixtures/lora/<name>/ holds that adapter in PEFT's on-disk format (adapter_config.json,
+adapter_model.safetensors), written by hand after huggingface/peft's source (see PEFT_COMMIT).
+
 Nothing here imports transformers, safetensors or tokenizers (none is installed): the safetensors
 files, the byte-level BPE tokenizers and the three forward passes are written out by hand, following
 transformers' modeling_gpt2.py, modeling_llama.py and modeling_qwen2.py (the eager attention path).
@@ -697,9 +702,21 @@ def conv1d(x, weight, bias):
     return torch.addmm(bias, x.view(-1, x.size(-1)), weight).view(size_out)
 
 
-def gpt2_forward(W, cfg, input_ids, position_ids, attention_mask=None, past=None):
+def with_lora(y, lora, module, x):
+    """PEFT's lora.Linear.forward (peft/tuners/lora/layer.py): `result = self.base_layer(x)`, then
+    `result = result + lora_B(lora_A(dropout(x))) * scaling`; dropout 0 is nn.Identity. lora: {module path
+    in checkpoint naming: (A (r, in), B (out, r), scaling)}. The same for a Conv1D base layer: A and B are
+    nn.Linear either way, fan_in_fan_out only changes how the delta is merged."""
+    if lora is None or module not in lora:
+        return y
+    A, B_, scaling = lora[module]
+    return y + F.linear(F.linear(x, A), B_) * scaling
+
+
+def gpt2_forward(W, cfg, input_ids, position_ids, attention_mask=None, past=None, lora=None):
     """GPT2LMHeadModel.forward -> GPT2Model.forward -> GPT2Block -> GPT2Attention._attn (eager).
-    attention_mask: (B, past + T) of 0/1 or None. past: list of (key, value), each (B, H, S, D)."""
+    attention_mask: (B, past + T) of 0/1 or None. past: list of (key, value), each (B, H, S, D).
+    lora: adapters on some Conv1D modules (see with_lora), keyed like 'h.0.attn.c_attn'."""
     d, H, L, eps = cfg['n_embd'], cfg['n_head'], cfg['n_layer'], cfg['layer_norm_epsilon']
     D = d // H
     B, T = input_ids.shape
@@ -713,7 +730,8 @@ def gpt2_forward(W, cfg, input_ids, position_ids, attention_mask=None, past=None
         p = 'h.%d.' % i
         residual = h
         x = F.layer_norm(h, (d,), W[p + 'ln_1.weight'], W[p + 'ln_1.bias'], eps)
-        q, k, v = conv1d(x, W[p + 'attn.c_attn.weight'], W[p + 'attn.c_attn.bias']).split(d, dim=2)
+        qkv = with_lora(conv1d(x, W[p + 'attn.c_attn.weight'], W[p + 'attn.c_attn.bias']), lora, p + 'attn.c_attn', x)
+        q, k, v = qkv.split(d, dim=2)
         q, k, v = (t.view(B, T, H, D).permute(0, 2, 1, 3) for t in (q, k, v))
         if past is not None:
             k = torch.cat((past[i][0], k), dim=-2)
@@ -728,10 +746,11 @@ def gpt2_forward(W, cfg, input_ids, position_ids, attention_mask=None, past=None
             w = w + ext
         w = F.softmax(w, dim=-1)
         a = torch.matmul(w, v).permute(0, 2, 1, 3).contiguous().view(B, T, d)
-        h = residual + conv1d(a, W[p + 'attn.c_proj.weight'], W[p + 'attn.c_proj.bias'])
+        h = residual + with_lora(conv1d(a, W[p + 'attn.c_proj.weight'], W[p + 'attn.c_proj.bias']), lora, p + 'attn.c_proj', a)
         residual = h
         x = F.layer_norm(h, (d,), W[p + 'ln_2.weight'], W[p + 'ln_2.bias'], eps)
-        x = conv1d(gelu_new(conv1d(x, W[p + 'mlp.c_fc.weight'], W[p + 'mlp.c_fc.bias'])), W[p + 'mlp.c_proj.weight'], W[p + 'mlp.c_proj.bias'])
+        m = gelu_new(with_lora(conv1d(x, W[p + 'mlp.c_fc.weight'], W[p + 'mlp.c_fc.bias']), lora, p + 'mlp.c_fc', x))
+        x = with_lora(conv1d(m, W[p + 'mlp.c_proj.weight'], W[p + 'mlp.c_proj.bias']), lora, p + 'mlp.c_proj', m)
         h = residual + x
     h = F.layer_norm(h, (d,), W['ln_f.weight'], W['ln_f.bias'], eps)
     return F.linear(h, W['wte.weight']), presents  # lm_head tied to wte
@@ -740,7 +759,7 @@ def gpt2_forward(W, cfg, input_ids, position_ids, attention_mask=None, past=None
 def rms_norm(x, weight, eps):
     # LlamaRMSNorm / Qwen2RMSNorm.forward: float32 statistics, eps inside the rsqrt, weight after
     input_dtype = x.dtype
-    x = x.to(torch.float32)
+    x = x.to(torch.promote_types(input_dtype, torch.float32))  # float32 (float64 stays float64: the finite-difference check)
     variance = x.pow(2).mean(-1, keepdim=True)
     x = x * torch.rsqrt(variance + eps)
     return weight * x.to(input_dtype)
@@ -795,10 +814,11 @@ def repeat_kv(x, n_rep):
     return x[:, :, None, :, :].expand(b, kvh, n_rep, s, hd).reshape(b, kvh * n_rep, s, hd)
 
 
-def llama_forward(W, cfg, input_ids, position_ids, attention_mask=None, past=None):
+def llama_forward(W, cfg, input_ids, position_ids, attention_mask=None, past=None, lora=None):
     """LlamaForCausalLM / Qwen2ForCausalLM.forward with attn_implementation="eager":
     LlamaModel.forward (causal + padding mask of finfo.min), LlamaDecoderLayer (pre-norm),
-    LlamaAttention + eager_attention_forward (RoPE, repeat_kv, softmax in float32), LlamaMLP."""
+    LlamaAttention + eager_attention_forward (RoPE, repeat_kv, softmax in float32), LlamaMLP.
+    lora: adapters on some nn.Linear modules (see with_lora), keyed like 'model.layers.0.self_attn.q_proj'."""
     d, L, eps = cfg['hidden_size'], cfg['num_hidden_layers'], cfg['rms_norm_eps']
     H, KV, hd = cfg['num_attention_heads'], cfg['num_key_value_heads'], cfg['head_dim']
     n_rep = H // KV
@@ -819,9 +839,9 @@ def llama_forward(W, cfg, input_ids, position_ids, attention_mask=None, past=Non
         p = 'model.layers.%d.' % i
         residual = h
         x = rms_norm(h, W[p + 'input_layernorm.weight'], eps)
-        q = F.linear(x, W[p + 'self_attn.q_proj.weight'], W.get(p + 'self_attn.q_proj.bias'))
-        k = F.linear(x, W[p + 'self_attn.k_proj.weight'], W.get(p + 'self_attn.k_proj.bias'))
-        v = F.linear(x, W[p + 'self_attn.v_proj.weight'], W.get(p + 'self_attn.v_proj.bias'))
+        q = with_lora(F.linear(x, W[p + 'self_attn.q_proj.weight'], W.get(p + 'self_attn.q_proj.bias')), lora, p + 'self_attn.q_proj', x)
+        k = with_lora(F.linear(x, W[p + 'self_attn.k_proj.weight'], W.get(p + 'self_attn.k_proj.bias')), lora, p + 'self_attn.k_proj', x)
+        v = with_lora(F.linear(x, W[p + 'self_attn.v_proj.weight'], W.get(p + 'self_attn.v_proj.bias')), lora, p + 'self_attn.v_proj', x)
         q = q.view(B, T, -1, hd).transpose(1, 2)
         k = k.view(B, T, -1, hd).transpose(1, 2)
         v = v.view(B, T, -1, hd).transpose(1, 2)
@@ -834,12 +854,15 @@ def llama_forward(W, cfg, input_ids, position_ids, attention_mask=None, past=Non
         ks, vs = repeat_kv(k, n_rep), repeat_kv(v, n_rep)
         w = torch.matmul(q, ks.transpose(2, 3)) * scaling
         w = w + mask[:, :, :, : ks.shape[-2]]
-        w = F.softmax(w, dim=-1, dtype=torch.float32).to(q.dtype)
+        w = F.softmax(w, dim=-1, dtype=torch.promote_types(w.dtype, torch.float32)).to(q.dtype)
         a = torch.matmul(w, vs).transpose(1, 2).contiguous().reshape(B, T, -1)
-        h = residual + F.linear(a, W[p + 'self_attn.o_proj.weight'])
+        h = residual + with_lora(F.linear(a, W[p + 'self_attn.o_proj.weight']), lora, p + 'self_attn.o_proj', a)
         residual = h
         x = rms_norm(h, W[p + 'post_attention_layernorm.weight'], eps)
-        x = F.linear(F.silu(F.linear(x, W[p + 'mlp.gate_proj.weight'])) * F.linear(x, W[p + 'mlp.up_proj.weight']), W[p + 'mlp.down_proj.weight'])
+        gate = with_lora(F.linear(x, W[p + 'mlp.gate_proj.weight']), lora, p + 'mlp.gate_proj', x)
+        up = with_lora(F.linear(x, W[p + 'mlp.up_proj.weight']), lora, p + 'mlp.up_proj', x)
+        m = F.silu(gate) * up
+        x = with_lora(F.linear(m, W[p + 'mlp.down_proj.weight']), lora, p + 'mlp.down_proj', m)
         h = residual + x
     h = rms_norm(h, W['model.norm.weight'], eps)
     lm = W['lm_head.weight'] if 'lm_head.weight' in W else W['model.embed_tokens.weight']
@@ -1020,6 +1043,312 @@ def write_expected(path, obj):
 
 
 # --------------------------------------------------------------------------------------------
+# Whole-model gradients and LoRA (grads.safetensors, grads.json, and PEFT adapter folders)
+# --------------------------------------------------------------------------------------------
+
+# PEFT's LoraConfig defaults and on-disk format, as of huggingface/peft at this commit (the version
+# string is what PeftConfigMixin._get_peft_version writes for a dev install from git)
+PEFT_COMMIT = '5d602fdbff04c33c1c4de55cda9d4ae1d7cb7e40'
+PEFT_VERSION = '0.20.1.dev0@' + PEFT_COMMIT
+LORA_R, LORA_ALPHA = 2, 4
+# target_modules per fixture: PEFT's defaults (utils/constants.py
+# TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING: gpt2 c_attn, llama/qwen2 q_proj v_proj), plus
+# down_proj (an MLP module, 88 -> 48) on llama; qwen2's q_proj and v_proj have biases
+LORA_TARGETS = {'gpt2': ['c_attn'], 'llama': ['down_proj', 'q_proj', 'v_proj'], 'qwen2': ['q_proj', 'v_proj']}
+LOSS_SKIP = (0, 4)  # one more (row, position) left out of the loss, besides the padding and the last position
+FD_STEP = 1e-5
+FD_PER_TENSOR = 2
+FD_RTOL = 1e-4
+IGNORE = -100
+# the merged model against the LoRA forward: the same function of the weights, rounded differently in
+# float32 (W + s B A formed first vs W x + s B (A x)); logits reach ~12, so ~10 ulps
+MERGE_TOL = 5e-5
+
+
+def causal_lm_loss(logits, labels):
+    """transformers loss/loss_utils.py ForCausalLMLoss (num_items_in_batch None, so fixed_cross_entropy's
+    reduction is "mean"): logits upcast to float32, labels padded on the right with -100 and shifted by one,
+    cross_entropy(ignore_index=-100) over all B*T rows: the mean over the counted targets."""
+    logits = logits.to(torch.promote_types(logits.dtype, torch.float32))  # .float(); float64 stays float64
+    labels = F.pad(labels, (0, 1), value=IGNORE)
+    shift_labels = labels[..., 1:].contiguous()
+    return F.cross_entropy(logits.view(-1, logits.shape[-1]), shift_labels.view(-1), ignore_index=IGNORE, reduction='mean')
+
+
+def loss_batch(res):
+    """expected.json's padded batch (row 1 left-padded with 3 pads), with next-token targets counted where the
+    position is real, not the last, and not LOSS_SKIP."""
+    pad = res['padded']
+    ids, mask, pos = pad['input_ids'], pad['attention_mask'], pad['position_ids']
+    B, T = ids.shape
+    loss_mask = mask.clone()
+    loss_mask[:, T - 1] = 0
+    loss_mask[LOSS_SKIP] = 0
+    targets = torch.full((B, T), IGNORE, dtype=torch.long)
+    targets[:, : T - 1] = ids[:, 1:]
+    targets[loss_mask == 0] = IGNORE
+    labels = torch.full((B, T), IGNORE, dtype=torch.long)  # HF convention: labels[t + 1] is logits[t]'s target
+    labels[:, 1:] = targets[:, : T - 1]
+    return {'input_ids': ids, 'attention_mask': mask, 'position_ids': pos, 'labels': labels, 'targets': targets, 'loss_mask': loss_mask}
+
+
+def parameter_names(W):
+    # GPT-2's h.N.attn.bias are the causal-mask buffers of the checkpoint (register_buffer), not parameters
+    return [k for k in W if not re.fullmatch(r'h\.\d+\.attn\.bias', k)]
+
+
+def lora_modules(name, ctx):
+    """The targeted modules, in the checkpoint's (name) order: module path in the checkpoint's naming, transformers' module
+    path (GPT2LMHeadModel's modules live under `transformer.`, its checkpoint names do not), in/out features."""
+    out = []
+    for k, w in ctx['W'].items():
+        if not k.endswith('.weight'):
+            continue
+        module = k[: -len('.weight')]
+        if module.split('.')[-1] not in LORA_TARGETS[name]:
+            continue
+        # PEFT's _get_in_out_features: nn.Linear weight is (out, in); Conv1D weight is (in, out)
+        fin, fout = (w.shape[0], w.shape[1]) if ctx['conv1d'] else (w.shape[1], w.shape[0])
+        path = ctx['module_prefix'] + module
+        out.append({
+            'module': module,
+            'hf_module': path,
+            'weight': k,
+            'lora_A': 'base_model.model.%s.lora_A.weight' % path,
+            'lora_B': 'base_model.model.%s.lora_B.weight' % path,
+            'in_features': fin,
+            'out_features': fout,
+        })
+    assert out
+    return out
+
+
+def lora_weights(mods, seed):
+    """A (r, in) and B (out, r), both random (PEFT inits B to zero, which would make A's gradient zero)."""
+    g = Init(seed)
+    ab = {}
+    for m in mods:
+        ab[m['lora_A']] = g.normal((LORA_R, m['in_features']), 1.0 / math.sqrt(m['in_features']))
+        ab[m['lora_B']] = g.normal((m['out_features'], LORA_R), 0.2)
+    return ab
+
+
+def lora_dict(mods, ab):
+    scaling = LORA_ALPHA / LORA_R  # LoraLayer.update_layer without use_rslora
+    return {m['module']: (ab[m['lora_A']], ab[m['lora_B']], scaling) for m in mods}
+
+
+def merged_weights(W, mods, ab, conv1d):
+    """lora.Linear.merge: weight += get_delta_weight = transpose(B @ A, fan_in_fan_out) * scaling."""
+    Wm = dict(W)
+    scaling = LORA_ALPHA / LORA_R
+    for m in mods:
+        delta = ab[m['lora_B']] @ ab[m['lora_A']]
+        delta = (delta.T if conv1d else delta) * scaling
+        Wm[m['weight']] = W[m['weight']] + delta
+    return Wm
+
+
+def fd_check(loss_of, tensors, grads32, seed, what):
+    """Central differences in float64 on FD_PER_TENSOR random entries of each tensor (among those whose
+    gradient is at least 5% of the tensor's largest), against float64 autograd and the written float32 one."""
+    t64 = {k: v.detach().double().clone().requires_grad_(True) for k, v in tensors.items()}
+    loss64 = loss_of(t64)
+    g64 = dict(zip(t64, torch.autograd.grad(loss64, list(t64.values()))))
+    gen = torch.Generator().manual_seed(seed)
+    entries, worst64, worst32 = [], 0.0, 0.0
+    with torch.no_grad():
+        for k, t in t64.items():
+            flat = g64[k].abs().flatten()
+            cand = torch.nonzero(flat >= 0.05 * flat.max()).flatten()
+            picks = cand[torch.randperm(len(cand), generator=gen)[:FD_PER_TENSOR]].sort().values
+            for i in picks.tolist():
+                idx = list(np.unravel_index(i, tuple(t.shape)))
+                old = t.view(-1)[i].item()
+                t.view(-1)[i] = old + FD_STEP
+                up = loss_of(t64).item()
+                t.view(-1)[i] = old - FD_STEP
+                down = loss_of(t64).item()
+                t.view(-1)[i] = old
+                fd = (up - down) / (2 * FD_STEP)
+                a64, a32 = g64[k].view(-1)[i].item(), grads32[k].reshape(-1)[i].item()
+                r64, r32 = abs(a64 - fd) / abs(fd), abs(a32 - fd) / abs(fd)
+                assert r64 <= FD_RTOL and r32 <= FD_RTOL, '%s %s%s: autograd %.9g (float64 %.9g) vs finite difference %.9g' % (what, k, idx, a32, a64, fd)
+                worst64, worst32 = max(worst64, r64), max(worst32, r32)
+                entries.append({'name': k, 'index': [int(j) for j in idx], 'autograd': a32, 'autograd_f64': a64, 'finite_difference': fd})
+    # the whole float32 gradients against the float64 ones, each tensor relative to its largest entry
+    worst_tensor = max(((grads32[k].double() - g64[k]).abs().max() / g64[k].abs().max().clamp_min(1e-30)).item() for k in t64)
+    assert worst_tensor <= FD_RTOL, '%s: float32 gradients differ from float64 ones by %.3g of a tensor max' % (what, worst_tensor)
+    return {
+        'dtype': 'float64',
+        'step': FD_STEP,
+        'rtol': FD_RTOL,
+        'loss_f64': loss64.item(),
+        'max_rel_err_autograd_f64': worst64,
+        'max_rel_err_autograd_f32': worst32,
+        'max_err_f32_vs_f64_over_tensor_max': worst_tensor,
+        'entries': entries,
+    }
+
+
+def peft_adapter_config(name, target_modules, fan_in_fan_out):
+    """adapter_config.json as PeftModel.save_pretrained writes it: asdict(LoraConfig) less runtime_config
+    (LoraConfig.to_dict), sets as lists, inference_mode True while saving, auto_mapping None because
+    task_type is set, json.dumps(indent=2, sort_keys=True) with no newline at the end."""
+    cfg = {
+        # PeftConfigMixin
+        'task_type': 'CAUSAL_LM',
+        'peft_type': 'LORA',
+        'auto_mapping': None,
+        'peft_version': PEFT_VERSION,
+        # PeftConfig
+        'base_model_name_or_path': 'data/hf-fixtures/' + name,
+        'revision': None,
+        'inference_mode': True,
+        # LoraConfig
+        'r': LORA_R,
+        'target_modules': sorted(target_modules),  # a set in LoraConfig: list(set) order is Python's hash order
+        'exclude_modules': None,
+        'lora_alpha': LORA_ALPHA,
+        'lora_dropout': 0.0,
+        'fan_in_fan_out': fan_in_fan_out,  # dispatch_default sets it True for Conv1D (GPT-2), False for nn.Linear
+        'bias': 'none',
+        'use_rslora': False,
+        'modules_to_save': None,
+        'init_lora_weights': True,
+        'layers_to_transform': None,
+        'layers_pattern': None,
+        'rank_pattern': {},
+        'alpha_pattern': {},
+        'megatron_config': None,
+        'megatron_core': 'megatron.core',
+        'trainable_token_indices': None,
+        'loftq_config': {},
+        'eva_config': None,
+        'corda_config': None,
+        'lora_ga_config': None,
+        'use_dora': False,
+        'velora_config': None,
+        'alora_invocation_tokens': None,
+        'use_qalora': False,
+        'qalora_group_size': 16,
+        'monteclora_config': None,
+        'layer_replication': None,
+        'lora_bias': False,
+        'target_parameters': None,
+        'use_bdlora': None,
+        'arrow_config': None,
+        'kasa_config': None,
+        'ensure_weight_tying': False,
+    }
+    return json.dumps(cfg, indent=2, sort_keys=True)
+
+
+def make_grads(name, folder, lora_folder, ctx, res, seed):
+    W, forward = ctx['W'], ctx['forward']
+    batch = loss_batch(res)
+    ids, mask, pos, labels = batch['input_ids'], batch['attention_mask'], batch['position_ids'], batch['labels']
+    real = mask.bool()
+
+    # 1. the base model: every parameter, float32 autograd
+    names = parameter_names(W)
+    loss_of = lambda t: causal_lm_loss(forward({**W, **t}, ids, pos, attention_mask=mask), labels)
+    params = {k: W[k].clone().requires_grad_(True) for k in names}
+    base_logits = forward({**W, **params}, ids, pos, attention_mask=mask)
+    for b in range(ids.shape[0]):  # the same forward as expected.json's padded case
+        assert torch.equal(base_logits[b, real[b]].detach(), res['padded']['logits'][b]), name + ' batch logits differ from expected.json padded'
+    loss = causal_lm_loss(base_logits, labels)
+    # the same loss written out: mean over the loss mask of -log_softmax at the target
+    lp = F.log_softmax(base_logits.detach(), dim=-1)
+    tgt = batch['targets'].clamp_min(0)
+    manual = -(lp.gather(-1, tgt[..., None])[..., 0] * batch['loss_mask']).sum() / batch['loss_mask'].sum()
+    assert abs(manual.item() - loss.item()) <= 1e-6 * abs(loss.item()), (name, manual.item(), loss.item())
+    grads = dict(zip(names, torch.autograd.grad(loss, list(params.values()))))
+    for k in names:
+        assert torch.isfinite(grads[k]).all() and grads[k].shape == W[k].shape, k
+    fd = fd_check(loss_of, {k: W[k] for k in names}, grads, seed, name)
+
+    # 2. LoRA on the frozen base: PEFT's forward, and the merged weights
+    mods = lora_modules(name, ctx)
+    ab = lora_weights(mods, seed + 1000)
+    abg = {k: v.clone().requires_grad_(True) for k, v in ab.items()}
+    lora_logits = forward(W, ids, pos, attention_mask=mask, lora=lora_dict(mods, abg))
+    lora_loss = causal_lm_loss(lora_logits, labels)
+    lora_grads = dict(zip(abg, torch.autograd.grad(lora_loss, list(abg.values()))))
+    lora_logits = lora_logits.detach()
+    lora_of = lambda t: causal_lm_loss(forward({k: v.double() for k, v in W.items()}, ids, pos, attention_mask=mask, lora=lora_dict(mods, t)), labels)
+    lora_fd = fd_check(lora_of, ab, lora_grads, seed + 1, name + ' lora')
+    Wm = merged_weights(W, mods, ab, ctx['conv1d'])
+    merged_logits = forward(Wm, ids, pos, attention_mask=mask)
+    merged_err = (merged_logits - lora_logits)[real].abs().max().item()
+    assert merged_err <= MERGE_TOL, '%s: merged logits differ from the LoRA forward by %.3g' % (name, merged_err)
+    merged_loss = causal_lm_loss(merged_logits, labels).item()
+    assert abs(merged_loss - lora_loss.item()) <= MERGE_TOL, (name, merged_loss, lora_loss.item())
+    assert (lora_logits - base_logits.detach())[real].abs().max() > 0.1, name + ': the adapter barely changes the logits'
+    # pad positions (attention_mask 0) are written as 0: their values only depend on how an engine fills a
+    # query row that sees no key, and nothing (loss, gradients, real positions) depends on them
+    lora_logits_out = torch.where(real[..., None], lora_logits, torch.zeros(()))
+
+    # 3. the files
+    out = {'grad.' + k: grads[k] for k in names}
+    out.update({'lora_grad.' + k: lora_grads[k] for k in ab})
+    out['lora_logits'] = lora_logits_out
+    out.update({'merged.' + m['weight']: Wm[m['weight']] for m in mods})
+    write_safetensors(os.path.join(folder, 'grads.safetensors'), out, 'F32')
+    back = read_safetensors(os.path.join(folder, 'grads.safetensors'))
+    assert set(back) == set(out) and all(torch.equal(back[k], out[k].detach()) for k in out)
+
+    os.makedirs(lora_folder, exist_ok=True)
+    for fn in os.listdir(lora_folder):
+        os.remove(os.path.join(lora_folder, fn))
+    with open(os.path.join(lora_folder, 'adapter_config.json'), 'w') as f:
+        f.write(peft_adapter_config(name, LORA_TARGETS[name], ctx['conv1d']))
+    write_safetensors(os.path.join(lora_folder, 'adapter_model.safetensors'), ab, 'F32')
+    assert all(torch.equal(v, ab[k]) for k, v in read_safetensors(os.path.join(lora_folder, 'adapter_model.safetensors')).items())
+
+    print('%-6s loss %.6f (fd %.2g), lora loss %.6f (fd %.2g), merged %.2g' % (name, loss.item(), fd['max_rel_err_autograd_f32'], lora_loss.item(), lora_fd['max_rel_err_autograd_f32'], merged_err))
+    return {
+        'fixture': name,
+        'files': {'grads': 'grads.safetensors', 'adapter': os.path.relpath(lora_folder, ROOT)},
+        'compute_dtype': 'float32',
+        'batch': {
+            'input_ids': ids,
+            'attention_mask': mask,
+            'position_ids': pos,
+            'labels': labels,
+            'targets': batch['targets'],
+            'loss_mask': batch['loss_mask'],
+            'n_targets': int(batch['loss_mask'].sum()),
+        },
+        'loss': loss.item(),
+        'grads': {
+            'prefix': 'grad.',
+            'names': names,
+            'not_parameters': [k for k in W if k not in names],
+            'tied': ['wte.weight' if 'wte.weight' in W else 'model.embed_tokens.weight'] if 'lm_head.weight' not in W else [],
+            'fd_check': fd,
+        },
+        'lora': {
+            'peft': PEFT_VERSION,
+            'r': LORA_R,
+            'lora_alpha': LORA_ALPHA,
+            'scaling': LORA_ALPHA / LORA_R,
+            'lora_dropout': 0.0,
+            'fan_in_fan_out': ctx['conv1d'],
+            'target_modules': sorted(LORA_TARGETS[name]),
+            'modules': mods,
+            'loss': lora_loss.item(),
+            'grad_prefix': 'lora_grad.',
+            'logits': 'lora_logits',
+            'merged_prefix': 'merged.',
+            'merged_loss': merged_loss,
+            'merged_logits_max_abs_diff': merged_err,
+            'fd_check': lora_fd,
+        },
+    }
+
+
+# --------------------------------------------------------------------------------------------
 # The three fixtures
 # --------------------------------------------------------------------------------------------
 
@@ -1073,7 +1402,8 @@ def make_gpt2(folder):
     assert 'lm_head.weight' not in W
     fwd = lambda ids, pos, attention_mask=None, past=None: gpt2_forward(W, cfg, ids, pos, attention_mask, past)
     res = run_checks('gpt2', fwd, tok, cfg['vocab_size'], 2001, ['def fibonacci(n):\n', 'const x = [1, 2, 3];'], eos, {eos})
-    return tok, cfg, res, 'F32', []
+    fwd_w = lambda W_, ids, pos, attention_mask=None, lora=None: gpt2_forward(W_, cfg, ids, pos, attention_mask, None, lora)[0]
+    return tok, cfg, res, 'F32', [], {'W': W, 'forward': fwd_w, 'module_prefix': 'transformer.', 'conv1d': True}
 
 
 def make_llama(folder):
@@ -1136,7 +1466,8 @@ def make_llama(folder):
     fwd = lambda ids, pos, attention_mask=None, past=None: llama_forward(W, cfg, ids, pos, attention_mask, past)
     chat = '<|im_start|>user\nwrite add(a, b)<|im_end|>\n<|im_start|>assistant\n'
     res = run_checks('llama', fwd, tok, cfg['vocab_size'], 2002, [chat, 'for i in range(10):'], eos, {eos})
-    return tok, cfg, res, 'BF16', [chat]
+    fwd_w = lambda W_, ids, pos, attention_mask=None, lora=None: llama_forward(W_, cfg, ids, pos, attention_mask, None, lora)[0]
+    return tok, cfg, res, 'BF16', [chat], {'W': W, 'forward': fwd_w, 'module_prefix': '', 'conv1d': False}
 
 
 def make_qwen2(folder):
@@ -1223,7 +1554,8 @@ def make_qwen2(folder):
     fwd = lambda ids, pos, attention_mask=None, past=None: llama_forward(W, rcfg, ids, pos, attention_mask, past)
     chat = '<|im_start|>system\nYou are Qwen.<|im_end|>\n<|im_start|>user\nsum a list<|im_end|>\n<|im_start|>assistant\n'
     res = run_checks('qwen2', fwd, tok, vocab, 2003, [chat, 'print(total)'], eot, {ime, eot})
-    return tok, cfg, res, 'F16', [chat]
+    fwd_w = lambda W_, ids, pos, attention_mask=None, lora=None: llama_forward(W_, rcfg, ids, pos, attention_mask, None, lora)[0]
+    return tok, cfg, res, 'F16', [chat], {'W': W, 'forward': fwd_w, 'module_prefix': '', 'conv1d': False}
 
 
 def check_tokenizer(tok):
@@ -1252,12 +1584,12 @@ def self_checks():
 def main():
     self_checks()
     os.makedirs(OUT, exist_ok=True)
-    for name, make in [('gpt2', make_gpt2), ('llama', make_llama), ('qwen2', make_qwen2)]:
+    for seed, (name, make) in enumerate([('gpt2', make_gpt2), ('llama', make_llama), ('qwen2', make_qwen2)]):
         folder = os.path.join(OUT, name)
         os.makedirs(folder, exist_ok=True)
         for fn in os.listdir(folder):
             os.remove(os.path.join(folder, fn))
-        tok, cfg, res, dtype, extra_samples = make(folder)
+        tok, cfg, res, dtype, extra_samples, ctx = make(folder)
         check_tokenizer(tok)
         expected = {
             'fixture': name,
@@ -1275,6 +1607,8 @@ def main():
             'tokenizer_samples': tokenizer_samples(tok, extra_samples),
         }
         write_expected(os.path.join(folder, 'expected.json'), expected)
+        grads = make_grads(name, folder, os.path.join(OUT, 'lora', name), ctx, res, 4001 + seed)
+        write_expected(os.path.join(folder, 'grads.json'), grads)
     write_rope_tables(os.path.join(OUT, 'rope-tables.json'))
     total = sum(os.path.getsize(os.path.join(dp, f)) for dp, _, fs in os.walk(OUT) for f in fs)
     print('wrote %s (%d bytes)' % (os.path.relpath(OUT, ROOT), total))
