@@ -23,14 +23,14 @@ import {
 // uniform), dout in [-1, 1]. f32 error sources: HS-term dot products for the scores (~sqrt(HS)
 // 2^-24 of |q||k|), exp (WGSL allows 3 + 2|x| ulp, |x| < ~15), the online rescale per key tile,
 // log(l) for lse, then up to T-term sums of att v (|v| <= 2) for out, of att dout for dv and of
-// dpre q (k) for dk (dq): a few 1e-7 absolute per output at T <= 130. The backward recomputes att
-// as exp(S - lse) from the saved f32 lse (absolute error ~|lse| 2^-24, relative in att) and the
-// difference datt - D cancels, so dqkv is a few times looser than out.
-// Largest differences seen on SwiftShader: out 7.3e-7, lse 9.3e-7, dqkv 2.4e-6 (T = 130). The
-// tolerances leave 4x over that and stay far below what a wrong kv head or a head of a group left
-// out of dk, dv gives (tried: max errors 1.7 to 64).
-const FORWARD_TOL = { atol: 4e-6, rtol: 1e-5 };
-const BACKWARD_TOL = { atol: 1e-5, rtol: 1e-5 };
+// dpre q (k) for dk (dq), whose rounding grows like sqrt(T). The backward recomputes att as
+// exp(S - lse) from the saved f32 lse (absolute error ~|lse| 2^-24, relative in att) and
+// datt - D cancels, so dqkv is a few times looser than out. Largest differences seen on
+// SwiftShader: out 1.6e-6, lse 1.2e-6, dqkv 3.3e-6 at T = 512 (7.3e-7, 9.3e-7, 2.4e-6 at
+// T <= 130). The tolerances leave ~4x over that and stay far below what a wrong kv head or a
+// head of a group left out of dk, dv gives (tried: max errors 1.7 to 64).
+const FORWARD_TOL = { atol: 6e-6, rtol: 1e-5 };
+const BACKWARD_TOL = { atol: 1.5e-5, rtol: 1e-5 };
 
 type Start = readonly number[] | null;
 
@@ -83,7 +83,7 @@ async function runForward(c: Case): Promise<void> {
   for (const b of Object.values(bufs)) b.destroy();
 }
 
-/** The backward from the reference's saved out and lse (as f32), onto a random dqkv, twice into two buffers. */
+/** The backward from the reference's saved out and lse (as f32), onto a random dqkv; twice into two buffers for T < 256 (the T = 512 case once, for time). */
 async function runBackward(c: Case): Promise<void> {
   const { B, T, NH, HS } = c.p;
   const W = checkGqaTrainProblem(c.p, 'test');
@@ -102,7 +102,7 @@ async function runBackward(c: Case): Promise<void> {
     start: rt.upload(startArray(c), 'start'),
     delta: nanBuffer(rt, B * NH * T, 'delta'), // every entry read must have been written
   };
-  const dqkv = [rt.upload(dqkv0, 'dqkv'), rt.upload(dqkv0, 'dqkv again')];
+  const dqkv = [rt.upload(dqkv0, 'dqkv'), ...(T < 256 ? [rt.upload(dqkv0, 'dqkv again')] : [])];
   const rec = rt.record(`attention_gqa_train_backward ${JSON.stringify(c.p)}`);
   for (const d of dqkv) {
     const { temporaries } = await recordAttentionGqaBackward(rt, rec, { ...bufs, dqkv: d }, c.p, c.kernels);
@@ -114,7 +114,7 @@ async function runBackward(c: Case): Promise<void> {
   attentionGqaBackwardRef(ref, dout, qkv, out, lse, c.start, c.p);
   const [first, second] = (await Promise.all(got)).map((x) => new Float32Array(x));
   expectClose(first!, ref, BACKWARD_TOL, 'dqkv');
-  expect(second!.every((v, i) => Object.is(v, first![i]))).toBe(true); // deterministic
+  if (second) expect(second.every((v, i) => Object.is(v, first![i]))).toBe(true); // deterministic
   for (const b of [...Object.values(bufs), ...dqkv]) b.destroy();
 }
 
@@ -136,14 +136,17 @@ const SMALL_TILES: [string, Case] = [
   'tile 4, 8-channel blocks: B=2 T=13 NH=6 NKV=2 HS=24 start=[0,6]',
   { p: { B: 2, T: 13, NH: 6, NKV: 2, HS: 24 }, start: [0, 6], kernels: small },
 ];
-const LONG: [string, Case] = ['B=1 T=130 NH=3 NKV=1 HS=64 start=[5]', { p: { B: 1, T: 130, NH: 3, NKV: 1, HS: 64 }, start: [5] }];
+const LONG: [string, Case][] = [
+  ['B=1 T=130 NH=3 NKV=1 HS=64 start=[5]', { p: { B: 1, T: 130, NH: 3, NKV: 1, HS: 64 }, start: [5] }],
+  ['B=1 T=512 NH=1 NKV=1 HS=128 start=[37]', { p: { B: 1, T: 512, NH: 1, NKV: 1, HS: 128 }, start: [37] }], // the sizes asked for
+];
 
 describe('attention_gqa_train_forward matches attentionGqaTrainForwardRef (out, lse) and attentionGqaRef', () => {
-  test.each([...CASES, SMALL_TILES, LONG])('%s', (_, c) => runForward(c));
+  test.each([...CASES, SMALL_TILES, ...LONG])('%s', (_, c) => runForward(c));
 });
 
 describe('attention_gqa_train backward (dq, then dk and dv) accumulates attentionGqaBackwardRef', () => {
-  test.each([...CASES, SMALL_TILES, LONG])('%s', (_, c) => runBackward(c));
+  test.each([...CASES, SMALL_TILES, ...LONG])('%s', (_, c) => runBackward(c));
 });
 
 test('the GPU forward then backward agrees with the references end to end', async () => {
