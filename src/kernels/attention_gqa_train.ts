@@ -67,7 +67,10 @@ function check(name: string, p: AttentionGqaTrainProblem, maxHS: number): void {
 /**
  * The forward, dq and dkv kernels with `tile` x `tile` workgroups (1 to 16; tests use small
  * tiles to cross many), head sizes up to `maxHS`, and dk/dv in blocks of `channelBlock` channels.
- * Shared memory at the defaults: 11.2, 13.3 and 14.5 KiB, inside WebGPU's 16 KiB minimum.
+ * Shared memory, in floats: forward 2 tile (tile + 1) + tile^2 + tile maxHS, dq 4 tile (tile + 1)
+ * + tile^2 + tile maxHS, dkv 6 tile (tile + 1) + 2 tile channelBlock: 11.2, 13.3 and 14.5 KiB at
+ * the defaults, inside WebGPU's 16 KiB minimum maxComputeWorkgroupStorageSize (maxHS = 256 needs
+ * a device that grants more).
  */
 export function attentionGqaTrainKernels(opts: { tile?: number; maxHS?: number; channelBlock?: number } = {}): AttentionGqaTrainKernels {
   const tile = opts.tile ?? GQA_TRAIN_TILE;
