@@ -4,18 +4,20 @@
  * decoder (decoder-gpu.ts) dispatches them, so a disagreement points at one kernel. It is the
  * oracle the GPU path is tested against and the cpu backend of an imported model.
  *
- * Every forward goes through the KV cache: a forward without one uses a cache of its own T
- * rows (pos 0), which gives the same causal attention with left padding as a prefill.
- * Shape legend: arch.ts.
+ * A forward with a KV cache (prefill, decode) extends it; a forward without one is a training
+ * forward (full-sequence attention saving each row's logsumexp; the same causal attention with
+ * left padding), and backward() then accumulates every tensor's gradient, checked against torch
+ * autograd on the fixtures (decoder-grad.test.ts). Shape legend: arch.ts.
  */
 import { attentionGqaRef, kvWriteGqaRef } from '../kernels/attention_gqa';
-import { geluForwardRef } from '../kernels/gelu';
-import { layernormForwardRef } from '../kernels/layernorm';
-import { matmulForwardRef } from '../kernels/matmul';
+import { attentionGqaBackwardRef, attentionGqaTrainForwardRef } from '../kernels/attention_gqa_train_ref';
+import { geluBackwardRef, geluForwardRef } from '../kernels/gelu';
+import { layernormBackwardRef, layernormForwardRef } from '../kernels/layernorm';
+import { matmulBackwardRef, matmulForwardRef } from '../kernels/matmul';
 import { residualForwardRef } from '../kernels/residual';
-import { rmsnormForwardRef } from '../kernels/rmsnorm';
+import { rmsnormBackwardRef, rmsnormForwardRef } from '../kernels/rmsnorm';
 import { ropeRef } from '../kernels/rope';
-import { swigluForwardRef } from '../kernels/swiglu';
+import { swigluBackwardRef, swigluForwardRef } from '../kernels/swiglu';
 import { archDims, decoderTensors, layerTensor, type DecoderArch } from './arch';
 import { checkInput, defaultPositions, type ForwardInput } from './cpu';
 
@@ -26,9 +28,40 @@ export interface DecoderCpuCache {
   layers: { k: Float64Array; v: Float64Array }[];
 }
 
+/** What a training forward keeps for backward, per layer. */
+interface DecoderLayerActs {
+  x: Float64Array; // (BT, C) the block's input
+  h1: Float64Array; // (BT, C) norm1(x)
+  mean1: Float64Array; // (BT) (LayerNorm only)
+  rstd1: Float64Array; // (BT)
+  qkv: Float64Array; // (BT, W) after rope
+  atty: Float64Array; // (BT, QD)
+  lse: Float64Array; // (B, NH, T) each attention row's logsumexp
+  x2: Float64Array; // (BT, C) x + o(atty)
+  h2: Float64Array; // (BT, C) norm2(x2)
+  mean2: Float64Array; // (BT)
+  rstd2: Float64Array; // (BT)
+  u: Float64Array; // (BT, 2F) gate|up, or (BT, F) GELU's input
+  act: Float64Array; // (BT, F)
+}
+
 export class DecoderCpu {
   /** the engine's tensors (arch.ts decoderTensors), float64 */
   readonly weights: Map<string, Float64Array>;
+  /** gradients by engine tensor name, accumulated by backward() (created on first use) */
+  readonly grads = new Map<string, Float64Array>();
+  private saved: {
+    tokens: number[];
+    positions: number[];
+    start: ArrayLike<number>;
+    B: number;
+    T: number;
+    layers: DecoderLayerActs[];
+    final: Float64Array; // (BT, C) the last block's output
+    hf: Float64Array; // (BT, C) normf(final)
+    meanf: Float64Array;
+    rstdf: Float64Array;
+  } | null = null;
 
   /**
    * `contextLength`: the longest sequence it serves (the KV cache's capacity), at most the
@@ -80,7 +113,9 @@ export class DecoderCpu {
    * Logits (BT, V) for (B, T) tokens, or (B, V) of each row's last position with `lastOnly` (a
    * prefill: a big vocabulary times every prompt position would be gigabytes). With `kv` the rows
    * are T new positions from kv.pos: their keys and values go into the cache and attention reads
-   * it (prefill and decode).
+   * it (prefill and decode). Without `kv` (and without lastOnly) it is a training forward: the
+   * full-sequence attention that saves each row's logsumexp, and every activation the backward
+   * needs is kept until the next forward.
    */
   forward(
     input: ForwardInput,
@@ -95,8 +130,8 @@ export class DecoderCpu {
     checkInput(input, V, this.contextLength);
     const positions = input.positions ?? defaultPositions(B, T);
     const start = input.start ?? new Uint32Array(B);
-    const step = kv ?? { cache: this.createKvCache(B, T), pos: 0 };
-    const problem = { B, Tnew: T, NH, NKV, HS, Tmax: step.cache.Tmax, pos: step.pos };
+    const train = !kv && !lastOnly;
+    this.saved = null;
 
     // x (BT, C): token embedding, plus the learned position's row (GPT-2)
     let x = new Float64Array(BT * C);
@@ -106,48 +141,158 @@ export class DecoderCpu {
       const pos = this.w('pos');
       for (let n = 0; n < BT; n++) for (let c = 0; c < C; c++) x[n * C + c]! += pos[positions[n]! * C + c]!;
     }
-    const norm = (out: Float64Array, inp: Float64Array, name: string) => {
-      if (a.norm.kind === 'rmsnorm') rmsnormForwardRef(out, new Float64Array(BT), inp, this.w(`${name}.w`), BT, C, a.norm.eps);
-      else layernormForwardRef(out, new Float64Array(BT), new Float64Array(BT), inp, this.w(`${name}.w`), this.w(`${name}.b`), BT, C);
-    };
+    const layers: DecoderLayerActs[] = [];
     for (let l = 0; l < L; l++) {
       const p = (n: string) => layerTensor(l, n);
-      const h = new Float64Array(BT * C); // (BT, C)
-      norm(h, x, p('norm1'));
-      const qkv = new Float64Array(BT * W); // (BT, W)
-      matmulForwardRef(qkv, h, this.w(p('qkv.w')), this.wOpt(p('qkv.b')), BT, C, W);
-      if (a.positions.kind === 'rope') ropeRef(qkv, positions, BT, W, NH + NKV, HS, a.positions.theta, false);
-      const { k, v } = step.cache.layers[l]!;
-      kvWriteGqaRef(k, v, qkv, problem);
-      const atty = new Float64Array(BT * QD); // (BT, QD)
-      attentionGqaRef(atty, qkv, k, v, start, problem);
+      const s: DecoderLayerActs = {
+        x,
+        h1: new Float64Array(BT * C),
+        mean1: new Float64Array(BT),
+        rstd1: new Float64Array(BT),
+        qkv: new Float64Array(BT * W),
+        atty: new Float64Array(BT * QD),
+        lse: new Float64Array(train ? B * NH * T : 0),
+        x2: new Float64Array(BT * C),
+        h2: new Float64Array(BT * C),
+        mean2: new Float64Array(BT),
+        rstd2: new Float64Array(BT),
+        u: new Float64Array(BT * up),
+        act: new Float64Array(BT * F),
+      };
+      this.norm(s.h1, s.mean1, s.rstd1, x, p('norm1'), BT);
+      matmulForwardRef(s.qkv, s.h1, this.w(p('qkv.w')), this.wOpt(p('qkv.b')), BT, C, W);
+      if (a.positions.kind === 'rope') ropeRef(s.qkv, positions, BT, W, NH + NKV, HS, a.positions.theta, false);
+      if (train) attentionGqaTrainForwardRef(s.atty, s.lse, s.qkv, start, { B, T, NH, NKV, HS });
+      else {
+        const step = kv ?? { cache: this.createKvCache(B, T), pos: 0 };
+        const problem = { B, Tnew: T, NH, NKV, HS, Tmax: step.cache.Tmax, pos: step.pos };
+        const { k, v } = step.cache.layers[l]!;
+        kvWriteGqaRef(k, v, s.qkv, problem);
+        attentionGqaRef(s.atty, s.qkv, k, v, start, problem);
+      }
       const o = new Float64Array(BT * C);
-      matmulForwardRef(o, atty, this.w(p('o.w')), this.wOpt(p('o.b')), BT, QD, C);
-      const x2 = new Float64Array(BT * C);
-      residualForwardRef(x2, x, o, BT * C);
-      norm(h, x2, p('norm2'));
-      const u = new Float64Array(BT * up); // (BT, 2F) gate|up, or (BT, F)
-      matmulForwardRef(u, h, this.w(p('up.w')), this.wOpt(p('up.b')), BT, C, up);
-      const act = new Float64Array(BT * F); // (BT, F)
-      if (a.mlp === 'swiglu') swigluForwardRef(act, u, BT, F);
-      else geluForwardRef(act, u, BT * F);
+      matmulForwardRef(o, s.atty, this.w(p('o.w')), this.wOpt(p('o.b')), BT, QD, C);
+      residualForwardRef(s.x2, x, o, BT * C);
+      this.norm(s.h2, s.mean2, s.rstd2, s.x2, p('norm2'), BT);
+      matmulForwardRef(s.u, s.h2, this.w(p('up.w')), this.wOpt(p('up.b')), BT, C, up); // (BT, 2F) gate|up, or (BT, F)
+      if (a.mlp === 'swiglu') swigluForwardRef(s.act, s.u, BT, F);
+      else geluForwardRef(s.act, s.u, BT * F);
       const d = new Float64Array(BT * C);
-      matmulForwardRef(d, act, this.w(p('down.w')), this.wOpt(p('down.b')), BT, F, C);
+      matmulForwardRef(d, s.act, this.w(p('down.w')), this.wOpt(p('down.b')), BT, F, C);
       x = new Float64Array(BT * C);
-      residualForwardRef(x, x2, d, BT * C);
+      residualForwardRef(x, s.x2, d, BT * C);
+      if (train) layers.push(s);
     }
     let rows = BT;
+    let final = x;
     if (lastOnly) {
-      const last = new Float64Array(B * C); // (B, C) each row's last position
-      for (let b = 0; b < B; b++) last.set(x.subarray((b * T + T - 1) * C, (b * T + T) * C), b * C);
-      x = last;
+      final = new Float64Array(B * C); // (B, C) each row's last position
+      for (let b = 0; b < B; b++) final.set(x.subarray((b * T + T - 1) * C, (b * T + T) * C), b * C);
       rows = B;
     }
     const hf = new Float64Array(rows * C);
-    if (a.norm.kind === 'rmsnorm') rmsnormForwardRef(hf, new Float64Array(rows), x, this.w('normf.w'), rows, C, a.norm.eps);
-    else layernormForwardRef(hf, new Float64Array(rows), new Float64Array(rows), x, this.w('normf.w'), this.w('normf.b'), rows, C);
+    const meanf = new Float64Array(rows);
+    const rstdf = new Float64Array(rows);
+    this.norm(hf, meanf, rstdf, final, 'normf', rows);
     const logits = new Float64Array(rows * V);
     matmulForwardRef(logits, hf, this.w(a.tiedEmbeddings ? 'embed' : 'head'), null, rows, C, V);
+    if (train)
+      this.saved = { tokens: Array.from(input.tokens), positions: Array.from(positions), start, B, T, layers, final, hf, meanf, rstdf };
     return { logits, lastOnly };
+  }
+
+  /** out, and the statistics its backward reads, of the norm named `name` over N rows. */
+  private norm(out: Float64Array, mean: Float64Array, rstd: Float64Array, inp: Float64Array, name: string, N: number): void {
+    const { dModel: C, norm } = this.arch;
+    if (norm.kind === 'rmsnorm') rmsnormForwardRef(out, rstd, inp, this.w(`${name}.w`), N, C, norm.eps);
+    else layernormForwardRef(out, mean, rstd, inp, this.w(`${name}.w`), this.w(`${name}.b`), N, C);
+  }
+
+  /** dinp += the norm's backward; its weight (and bias) gradients accumulate in `grads`. */
+  private normBackward(
+    dinp: Float64Array,
+    dout: Float64Array,
+    inp: Float64Array,
+    mean: Float64Array,
+    rstd: Float64Array,
+    name: string,
+    N: number,
+  ): void {
+    const { dModel: C, norm } = this.arch;
+    if (norm.kind === 'rmsnorm') rmsnormBackwardRef(dinp, this.g(`${name}.w`), dout, inp, this.w(`${name}.w`), rstd, N, C);
+    else layernormBackwardRef(dinp, this.g(`${name}.w`), this.g(`${name}.b`), dout, inp, this.w(`${name}.w`), mean, rstd, N, C);
+  }
+
+  /** The gradient buffer of a tensor (created at zero on first use). */
+  g(name: string): Float64Array {
+    let t = this.grads.get(name);
+    if (!t) {
+      t = new Float64Array(this.w(name).length);
+      this.grads.set(name, t);
+    }
+    return t;
+  }
+
+  zeroGrad(): void {
+    for (const t of this.grads.values()) t.fill(0);
+  }
+
+  /**
+   * Accumulates into `grads` (engine names, arch.ts decoderTensors) the gradient of a loss whose
+   * derivative w.r.t. the last training forward's logits (BT, V) is `dlogits`. Each step quotes
+   * the forward line it differentiates.
+   */
+  backward(dlogits: ArrayLike<number>): void {
+    const sv = this.saved;
+    if (!sv) throw new Error('DecoderCpu.backward: call forward without a KV cache (a training forward) first');
+    const a = this.arch;
+    const { dModel: C, nHead: NH, nKvHead: NKV, headDim: HS, vocabSize: V, dFf: F } = a;
+    const { QD, W, up } = archDims(a);
+    const { B, T } = sv;
+    const BT = B * T;
+    if (dlogits.length !== BT * V) throw new Error(`DecoderCpu.backward: dlogits has ${dlogits.length} values, expected BT*V = ${BT * V}`);
+    const head = a.tiedEmbeddings ? 'embed' : 'head';
+    // logits = hf . head^T
+    const dhf = new Float64Array(BT * C);
+    matmulBackwardRef(dhf, this.g(head), null, dlogits, sv.hf, this.w(head), BT, C, V);
+    // hf = normf(x)
+    const dx = new Float64Array(BT * C); // the residual stream's gradient, flowing down
+    this.normBackward(dx, dhf, sv.final, sv.meanf, sv.rstdf, 'normf', BT);
+    for (let l = sv.layers.length - 1; l >= 0; l--) {
+      const s = sv.layers[l]!;
+      const p = (n: string) => layerTensor(l, n);
+      // x_out = x2 + down(act): dx is d(x2) and d(down's output)
+      const dact = new Float64Array(BT * F);
+      matmulBackwardRef(dact, this.g(p('down.w')), a.bias.mlp ? this.g(p('down.b')) : null, dx, s.act, this.w(p('down.w')), BT, F, C);
+      // act = swiglu(u) or gelu(u)
+      const du = new Float64Array(BT * up);
+      if (a.mlp === 'swiglu') swigluBackwardRef(du, dact, s.u, BT, F);
+      else geluBackwardRef(du, s.u, dact, BT * F);
+      // u = h2 . up^T + b
+      const dh2 = new Float64Array(BT * C);
+      matmulBackwardRef(dh2, this.g(p('up.w')), a.bias.mlp ? this.g(p('up.b')) : null, du, s.h2, this.w(p('up.w')), BT, C, up);
+      // h2 = norm2(x2): adds to dx, which already holds x2's gradient through the residual
+      this.normBackward(dx, dh2, s.x2, s.mean2, s.rstd2, p('norm2'), BT);
+      // x2 = x + o(atty)
+      const datty = new Float64Array(BT * QD);
+      matmulBackwardRef(datty, this.g(p('o.w')), a.bias.o ? this.g(p('o.b')) : null, dx, s.atty, this.w(p('o.w')), BT, QD, C);
+      // atty = attention(qkv) (after rope)
+      const dqkv = new Float64Array(BT * W);
+      attentionGqaBackwardRef(dqkv, datty, s.qkv, s.atty, s.lse, sv.start, { B, T, NH, NKV, HS });
+      // qkv = rope(qkv_pre): the rotation is orthogonal, its backward is the inverse rotation
+      if (a.positions.kind === 'rope') ropeRef(dqkv, sv.positions, BT, W, NH + NKV, HS, a.positions.theta, true);
+      // qkv_pre = h1 . qkv^T + b
+      const dh1 = new Float64Array(BT * C);
+      matmulBackwardRef(dh1, this.g(p('qkv.w')), a.bias.qkv ? this.g(p('qkv.b')) : null, dqkv, s.h1, this.w(p('qkv.w')), BT, C, W);
+      // h1 = norm1(x)
+      this.normBackward(dx, dh1, s.x, s.mean1, s.rstd1, p('norm1'), BT);
+    }
+    // x = embed[tokens] (+ pos[positions])
+    const de = this.g('embed');
+    for (let n = 0; n < BT; n++) for (let c = 0; c < C; c++) de[sv.tokens[n]! * C + c]! += dx[n * C + c]!;
+    if (a.positions.kind === 'learned') {
+      const dp = this.g('pos');
+      for (let n = 0; n < BT; n++) for (let c = 0; c < C; c++) dp[sv.positions[n]! * C + c]! += dx[n * C + c]!;
+    }
   }
 }
