@@ -20,12 +20,24 @@ import { ropeRef } from '../kernels/rope';
 import { swigluBackwardRef, swigluForwardRef } from '../kernels/swiglu';
 import { archDims, decoderTensors, layerTensor, type DecoderArch } from './arch';
 import { checkInput, defaultPositions, type ForwardInput } from './cpu';
+import type { LoraModule } from './lora';
 
 /** Per-layer key and value caches, (B, NKV, Tmax, HS) each (kernels/attention_gqa.ts). */
 export interface DecoderCpuCache {
   B: number;
   Tmax: number;
   layers: { k: Float64Array; v: Float64Array }[];
+}
+
+/** LoRA adapters on the float64 model and their gradients. */
+interface CpuLora {
+  modules: LoraModule[];
+  rank: number;
+  scaling: number;
+  A: Float64Array[]; // (r, in) each
+  B: Float64Array[]; // (out, r) each
+  dA: Float64Array[];
+  dB: Float64Array[];
 }
 
 /** What a training forward keeps for backward, per layer. */
@@ -48,8 +60,12 @@ interface DecoderLayerActs {
 export class DecoderCpu {
   /** the engine's tensors (arch.ts decoderTensors), float64 */
   readonly weights: Map<string, Float64Array>;
-  /** gradients by engine tensor name, accumulated by backward() (created on first use) */
+  /** gradients by engine tensor name, accumulated by backward() (created on first use; not with LoRA: the base is frozen) */
   readonly grads = new Map<string, Float64Array>();
+  /** LoRA adapters (lora.ts), or null: full fine-tuning */
+  private lora: CpuLora | null = null;
+  /** whether forward() adds the adapters (off: the frozen base, the KL reference) */
+  loraEnabled = true;
   private saved: {
     tokens: number[];
     positions: number[];
@@ -161,6 +177,7 @@ export class DecoderCpu {
       };
       this.norm(s.h1, s.mean1, s.rstd1, x, p('norm1'), BT);
       matmulForwardRef(s.qkv, s.h1, this.w(p('qkv.w')), this.wOpt(p('qkv.b')), BT, C, W);
+      this.loraForward(s.qkv, s.h1, BT, C, W, p('qkv.w'));
       if (a.positions.kind === 'rope') ropeRef(s.qkv, positions, BT, W, NH + NKV, HS, a.positions.theta, false);
       if (train) attentionGqaTrainForwardRef(s.atty, s.lse, s.qkv, start, { B, T, NH, NKV, HS });
       else {
@@ -172,13 +189,16 @@ export class DecoderCpu {
       }
       const o = new Float64Array(BT * C);
       matmulForwardRef(o, s.atty, this.w(p('o.w')), this.wOpt(p('o.b')), BT, QD, C);
+      this.loraForward(o, s.atty, BT, QD, C, p('o.w'));
       residualForwardRef(s.x2, x, o, BT * C);
       this.norm(s.h2, s.mean2, s.rstd2, s.x2, p('norm2'), BT);
       matmulForwardRef(s.u, s.h2, this.w(p('up.w')), this.wOpt(p('up.b')), BT, C, up); // (BT, 2F) gate|up, or (BT, F)
+      this.loraForward(s.u, s.h2, BT, C, up, p('up.w'));
       if (a.mlp === 'swiglu') swigluForwardRef(s.act, s.u, BT, F);
       else geluForwardRef(s.act, s.u, BT * F);
       const d = new Float64Array(BT * C);
       matmulForwardRef(d, s.act, this.w(p('down.w')), this.wOpt(p('down.b')), BT, F, C);
+      this.loraForward(d, s.act, BT, F, C, p('down.w'));
       x = new Float64Array(BT * C);
       residualForwardRef(x, s.x2, d, BT * C);
       if (train) layers.push(s);
@@ -219,8 +239,9 @@ export class DecoderCpu {
     N: number,
   ): void {
     const { dModel: C, norm } = this.arch;
-    if (norm.kind === 'rmsnorm') rmsnormBackwardRef(dinp, this.g(`${name}.w`), dout, inp, this.w(`${name}.w`), rstd, N, C);
-    else layernormBackwardRef(dinp, this.g(`${name}.w`), this.g(`${name}.b`), dout, inp, this.w(`${name}.w`), mean, rstd, N, C);
+    if (norm.kind === 'rmsnorm') rmsnormBackwardRef(dinp, this.frozenOr(`${name}.w`), dout, inp, this.w(`${name}.w`), rstd, N, C);
+    else
+      layernormBackwardRef(dinp, this.frozenOr(`${name}.w`), this.frozenOr(`${name}.b`), dout, inp, this.w(`${name}.w`), mean, rstd, N, C);
   }
 
   /** The gradient buffer of a tensor (created at zero on first use). */
@@ -233,8 +254,109 @@ export class DecoderCpu {
     return t;
   }
 
+  /** The gradient buffer of a base tensor, or (with LoRA: the base is frozen) a scratch buffer that is dropped. */
+  private frozenOr(name: string): Float64Array {
+    return this.lora ? new Float64Array(this.w(name).length) : this.g(name);
+  }
+
   zeroGrad(): void {
     for (const t of this.grads.values()) t.fill(0);
+    if (this.lora) for (const g of [...this.lora.dA, ...this.lora.dB]) g.fill(0);
+  }
+
+  /**
+   * Adapters on the modules `modules` (lora.ts loraModules), A (r, in) and B (out, r) per module in
+   * that order, scaled by `scaling`; null removes them. From then on backward() trains only them.
+   */
+  setLora(l: { modules: LoraModule[]; A: ArrayLike<number>[]; B: ArrayLike<number>[]; rank: number; scaling: number } | null): void {
+    if (!l) {
+      this.lora = null;
+      return;
+    }
+    const { modules, rank: r } = l;
+    modules.forEach((m, i) => {
+      if (l.A[i]?.length !== r * m.inFeatures)
+        throw new Error(
+          `DecoderCpu.setLora: ${m.path} A has ${l.A[i]?.length} values, (r, in) = (${r}, ${m.inFeatures}) needs ${r * m.inFeatures}`,
+        );
+      if (l.B[i]?.length !== m.outFeatures * r)
+        throw new Error(
+          `DecoderCpu.setLora: ${m.path} B has ${l.B[i]?.length} values, (out, r) = (${m.outFeatures}, ${r}) needs ${m.outFeatures * r}`,
+        );
+    });
+    this.lora = {
+      modules,
+      rank: r,
+      scaling: l.scaling,
+      A: l.A.map((x) => Float64Array.from(x)),
+      B: l.B.map((x) => Float64Array.from(x)),
+      dA: modules.map((m) => new Float64Array(r * m.inFeatures)),
+      dB: modules.map((m) => new Float64Array(m.outFeatures * r)),
+    };
+  }
+
+  /** The adapters' gradients (dA, dB per module, in setLora's order). */
+  get loraGrads(): { dA: Float64Array[]; dB: Float64Array[] } | null {
+    return this.lora && { dA: this.lora.dA, dB: this.lora.dB };
+  }
+
+  /** out (N, Ntot) columns [r0, r1) += scaling * (inp A^T) B^T for each adapter on `engine` (inp (N, K)). */
+  private loraForward(out: Float64Array, inp: Float64Array, N: number, K: number, Ntot: number, engine: string): void {
+    const l = this.lora;
+    if (!l || !this.loraEnabled) return;
+    const r = l.rank;
+    l.modules.forEach((m, i) => {
+      if (m.engine !== engine) return;
+      const xa = new Float64Array(N * r); // (N, r) = inp . A^T
+      matmulForwardRef(xa, inp, l.A[i]!, null, N, K, r);
+      const [r0, r1] = m.rows;
+      for (let n = 0; n < N; n++)
+        for (let o = r0; o < r1; o++) {
+          let sum = 0;
+          for (let j = 0; j < r; j++) sum += xa[n * r + j]! * l.B[i]![(o - r0) * r + j]!;
+          out[n * Ntot + o]! += l.scaling * sum;
+        }
+    });
+  }
+
+  /**
+   * The backward of out = inp . W^T + b (+ the adapters on W): dinp (N, K) += ..., and the
+   * gradients of W and b (full fine-tuning) or of the adapters (LoRA), from dout (N, Ntot).
+   */
+  private linearBackward(
+    dinp: Float64Array,
+    dout: Float64Array,
+    inp: Float64Array,
+    N: number,
+    K: number,
+    Ntot: number,
+    weight: string,
+    bias: string | null,
+  ): void {
+    matmulBackwardRef(dinp, this.frozenOr(weight), bias ? this.frozenOr(bias) : null, dout, inp, this.w(weight), N, K, Ntot);
+    const l = this.lora;
+    if (!l || !this.loraEnabled) return;
+    const r = l.rank;
+    l.modules.forEach((m, i) => {
+      if (m.engine !== weight) return;
+      const [r0, r1] = m.rows;
+      const A = l.A[i]!;
+      const B = l.B[i]!;
+      const xa = new Float64Array(N * r); // (N, r) = inp . A^T, as in the forward
+      matmulForwardRef(xa, inp, A, null, N, K, r);
+      const dxa = new Float64Array(N * r); // (N, r) = scaling * dout[:, r0:r1] . B
+      for (let n = 0; n < N; n++)
+        for (let o = r0; o < r1; o++) {
+          const g = l.scaling * dout[n * Ntot + o]!;
+          if (g === 0) continue;
+          for (let j = 0; j < r; j++) {
+            dxa[n * r + j]! += g * B[(o - r0) * r + j]!;
+            l.dB[i]![(o - r0) * r + j]! += g * xa[n * r + j]!; // dB += scaling * dout^T . xa
+          }
+        }
+      // xa = inp . A^T: dA += dxa^T . inp, dinp += dxa . A
+      matmulBackwardRef(dinp, l.dA[i]!, null, dxa, inp, A, N, K, r);
+    });
   }
 
   /**
@@ -254,7 +376,7 @@ export class DecoderCpu {
     const head = a.tiedEmbeddings ? 'embed' : 'head';
     // logits = hf . head^T
     const dhf = new Float64Array(BT * C);
-    matmulBackwardRef(dhf, this.g(head), null, dlogits, sv.hf, this.w(head), BT, C, V);
+    matmulBackwardRef(dhf, this.frozenOr(head), null, dlogits, sv.hf, this.w(head), BT, C, V);
     // hf = normf(x)
     const dx = new Float64Array(BT * C); // the residual stream's gradient, flowing down
     this.normBackward(dx, dhf, sv.final, sv.meanf, sv.rstdf, 'normf', BT);
@@ -263,19 +385,19 @@ export class DecoderCpu {
       const p = (n: string) => layerTensor(l, n);
       // x_out = x2 + down(act): dx is d(x2) and d(down's output)
       const dact = new Float64Array(BT * F);
-      matmulBackwardRef(dact, this.g(p('down.w')), a.bias.mlp ? this.g(p('down.b')) : null, dx, s.act, this.w(p('down.w')), BT, F, C);
+      this.linearBackward(dact, dx, s.act, BT, F, C, p('down.w'), a.bias.mlp ? p('down.b') : null);
       // act = swiglu(u) or gelu(u)
       const du = new Float64Array(BT * up);
       if (a.mlp === 'swiglu') swigluBackwardRef(du, dact, s.u, BT, F);
       else geluBackwardRef(du, s.u, dact, BT * F);
       // u = h2 . up^T + b
       const dh2 = new Float64Array(BT * C);
-      matmulBackwardRef(dh2, this.g(p('up.w')), a.bias.mlp ? this.g(p('up.b')) : null, du, s.h2, this.w(p('up.w')), BT, C, up);
+      this.linearBackward(dh2, du, s.h2, BT, C, up, p('up.w'), a.bias.mlp ? p('up.b') : null);
       // h2 = norm2(x2): adds to dx, which already holds x2's gradient through the residual
       this.normBackward(dx, dh2, s.x2, s.mean2, s.rstd2, p('norm2'), BT);
       // x2 = x + o(atty)
       const datty = new Float64Array(BT * QD);
-      matmulBackwardRef(datty, this.g(p('o.w')), a.bias.o ? this.g(p('o.b')) : null, dx, s.atty, this.w(p('o.w')), BT, QD, C);
+      this.linearBackward(datty, dx, s.atty, BT, QD, C, p('o.w'), a.bias.o ? p('o.b') : null);
       // atty = attention(qkv) (after rope)
       const dqkv = new Float64Array(BT * W);
       attentionGqaBackwardRef(dqkv, datty, s.qkv, s.atty, s.lse, sv.start, { B, T, NH, NKV, HS });
@@ -283,10 +405,11 @@ export class DecoderCpu {
       if (a.positions.kind === 'rope') ropeRef(dqkv, sv.positions, BT, W, NH + NKV, HS, a.positions.theta, true);
       // qkv_pre = h1 . qkv^T + b
       const dh1 = new Float64Array(BT * C);
-      matmulBackwardRef(dh1, this.g(p('qkv.w')), a.bias.qkv ? this.g(p('qkv.b')) : null, dqkv, s.h1, this.w(p('qkv.w')), BT, C, W);
+      this.linearBackward(dh1, dqkv, s.h1, BT, C, W, p('qkv.w'), a.bias.qkv ? p('qkv.b') : null);
       // h1 = norm1(x)
       this.normBackward(dx, dh1, s.x, s.mean1, s.rstd1, p('norm1'), BT);
     }
+    if (this.lora) return; // the embedding is frozen
     // x = embed[tokens] (+ pos[positions])
     const de = this.g('embed');
     for (let n = 0; n < BT; n++) for (let c = 0; c < C; c++) de[sv.tokens[n]! * C + c]! += dx[n * C + c]!;

@@ -12,6 +12,7 @@ import { maxRelDiff } from '../onnx/parity';
 import { HF_FIXTURE_NAMES, HF_FIXTURES, loadHfFixture } from '../testing/hf-fixtures';
 import { DecoderCpu } from './decoder-cpu';
 import { weightsToHf } from './hf-weights';
+import { loraModules, loraScaling, peftKeys } from './lora';
 import { readSafetensors } from './safetensors';
 
 interface Grads {
@@ -62,5 +63,71 @@ describe.each(HF_FIXTURE_NAMES)('%s: gradients against torch autograd', (name) =
       expect(ref, n).toBeDefined();
       expect(maxRelDiff(got.get(n)!, ref!.data), `gradient of ${n}`).toBeLessThan(1e-4);
     }
+  });
+});
+
+interface LoraFixture {
+  r: number;
+  lora_alpha: number;
+  target_modules: string[];
+  loss: number;
+}
+
+describe.each(HF_FIXTURE_NAMES)('%s: LoRA against PEFT and torch autograd', (name) => {
+  const dir = join(HF_FIXTURES, name);
+  const g = JSON.parse(readFileSync(join(dir, 'grads.json'), 'utf8')) as Grads & { lora: LoraFixture };
+  const want = readSafetensors(new Uint8Array(readFileSync(join(dir, 'grads.safetensors'))), 'grads.safetensors').tensors;
+  const adapterDir = join(HF_FIXTURES, 'lora', name);
+  const adapter = readSafetensors(
+    new Uint8Array(readFileSync(join(adapterDir, 'adapter_model.safetensors'))),
+    'adapter_model.safetensors',
+  ).tensors;
+  const config = JSON.parse(readFileSync(join(adapterDir, 'adapter_config.json'), 'utf8')) as {
+    r: number;
+    lora_alpha: number;
+    target_modules: string[];
+  };
+  const { arch, weights } = loadHfFixture(name);
+
+  test("the adapted logits, the loss and every adapter's gradient; the base gets none", () => {
+    const cfg = { rank: config.r, alpha: config.lora_alpha, targets: config.target_modules };
+    const modules = loraModules(arch, cfg);
+    expect(modules.length * 2).toBe(adapter.size); // every saved tensor is one of ours, and the other way round
+    const m = new DecoderCpu(arch, weights);
+    m.setLora({
+      modules,
+      rank: cfg.rank,
+      scaling: loraScaling(cfg),
+      A: modules.map((x) => adapter.get(peftKeys(x).A)!.data),
+      B: modules.map((x) => adapter.get(peftKeys(x).B)!.data),
+    });
+    const { input_ids, attention_mask, position_ids, targets } = g.batch;
+    const [B, T] = [input_ids.length, input_ids[0]!.length];
+    const V = arch.vocabSize;
+    const start = attention_mask.map((r) => r.indexOf(1));
+    const { logits } = m.forward({ tokens: input_ids.flat(), positions: position_ids.flat(), start, B, T });
+    const ref = want.get('lora_logits')!.data;
+    for (let b = 0; b < B; b++) {
+      const from = (b * T + start[b]!) * V;
+      expect(maxRelDiff(logits.subarray(from, (b + 1) * T * V), ref.subarray(from, (b + 1) * T * V)), `lora logits, row ${b}`).toBeLessThan(
+        1e-4,
+      );
+    }
+    const { loss, dlogits } = maskedCrossEntropy(logits, targets.flat(), V);
+    expect(Math.abs(loss - g.lora.loss) / g.lora.loss).toBeLessThan(1e-5);
+    m.backward(dlogits);
+    const grads = m.loraGrads!;
+    modules.forEach((x, i) => {
+      const k = peftKeys(x);
+      expect(maxRelDiff(grads.dA[i]!, want.get(`lora_grad.${k.A}`)!.data), `gradient of ${k.A}`).toBeLessThan(1e-4);
+      expect(maxRelDiff(grads.dB[i]!, want.get(`lora_grad.${k.B}`)!.data), `gradient of ${k.B}`).toBeLessThan(1e-4);
+    });
+    expect(m.grads.size).toBe(0); // the base is frozen
+    // adapters off: the base model's logits again (the KL reference, without a second copy of the weights)
+    m.loraEnabled = false;
+    const base = new DecoderCpu(arch, weights).forward({ tokens: input_ids.flat(), positions: position_ids.flat(), start, B, T }).logits;
+    expect(Array.from(m.forward({ tokens: input_ids.flat(), positions: position_ids.flat(), start, B, T }).logits)).toEqual(
+      Array.from(base),
+    );
   });
 });
