@@ -9,6 +9,11 @@
 // to grad once: deterministic, no atomics, no races (dweight's reduction over the M rows happens
 // inside that thread's Q loop).
 //
+// Strided dout: `a` (dout in both products) is read at row stride lda from column acol0, so the
+// product can take the column block [acol0, acol0 + N) of a wider (M, lda) matrix: the LM head of
+// a vocabulary stored in chunks differentiates each chunk from its block of the (M, V) dlogits.
+// lda = N, acol0 = 0 is the dense dout. b and grad are always dense.
+//
 // Entry points, as in matmul_forward.wgsl:
 //   main   tiled: BM x BN tile per workgroup (BM = 4 * WG_Y, BN = 4 * WG_X), 4 x 4 outputs per thread
 //          at rows ty + WG_Y * i, columns tx + WG_X * j; Q walked in slices of BK = 8 in workgroup
@@ -19,10 +24,12 @@ struct Params {
   R: u32,
   Q: u32,
   S: u32,
+  lda: u32,    // row stride of a (Q when a is (R, Q), R when A_T; the dense width N either way)
+  acol0: u32,  // first column of a read (0 when dense)
 }
 
 @group(0) @binding(0) var<storage, read_write> grad: array<f32>;  // (R, S), accumulated
-@group(0) @binding(1) var<storage, read> a: array<f32>;            // (R, Q), or (Q, R) when A_T
+@group(0) @binding(1) var<storage, read> a: array<f32>;            // (R, lda) columns [acol0, acol0 + Q), or (Q, lda) columns [acol0, acol0 + R) when A_T
 @group(0) @binding(2) var<storage, read> b: array<f32>;            // (Q, S)
 @group(0) @binding(3) var<uniform> params: Params;
 
@@ -44,9 +51,9 @@ fn loadA(r: u32, q: u32) -> f32 {
     return 0.0;
   }
   if (A_T) {
-    return a[q * params.R + r];
+    return a[q * params.lda + params.acol0 + r];
   }
-  return a[r * params.Q + q];
+  return a[r * params.lda + params.acol0 + q];
 }
 
 @compute @workgroup_size(WG_X, WG_Y)

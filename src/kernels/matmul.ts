@@ -12,8 +12,9 @@
  * Output stride: a problem may set `ldo` (row stride of out and pre, default N) and `col0` (first
  * column written, default 0), so the forward fills the column block [col0, col0 + N) of a wider
  * (M, ldo) matrix: the LM head of a vocabulary stored in chunks writes each chunk's logits into
- * one (M, V) buffer. The backward kernels (./matmul_backward.ts) assume ldo = N and col0 = 0
- * (dense dout); checkMatmulProblem refuses a strided problem unless told the caller handles it.
+ * one (M, V) buffer. The backward's matrix products (./matmul_backward.ts) read dout with the
+ * same stride (each chunk's block of dlogits); dbias assumes a dense dout, and checkMatmulProblem
+ * refuses a strided problem unless told the caller handles it.
  *
  * Both float64 references live here (matmulForwardRef, matmulBackwardRef); the backward kernels
  * are in ./matmul_backward.ts.
@@ -29,9 +30,9 @@ export interface MatmulProblem {
   M: number;
   K: number;
   N: number;
-  /** row stride of out and pre, >= col0 + N (default N; the forward only) */
+  /** row stride of out and pre (the backward: of dout), >= col0 + N (default N) */
   ldo?: number;
-  /** first column of out and pre written (default 0; the forward only) */
+  /** first column of out and pre written (the backward: of dout read) (default 0) */
   col0?: number;
 }
 
@@ -68,7 +69,7 @@ export function matmulUniforms(p: MatmulProblem): Uint32Array<ArrayBuffer> {
 /**
  * Throws unless M, K, N are positive integers and the output block fits its stride
  * (checkMatmulOutput). A strided output (ldo != N or col0 != 0) is refused unless `strided`
- * says the caller's kernel writes one (the forward does; the backward kernels read a dense dout).
+ * says the caller's kernels handle one (the forward and the backward's products do; dbias does not).
  */
 export function checkMatmulProblem(p: MatmulProblem, what: string, strided = false): void {
   for (const k of ['M', 'K', 'N'] as const) {

@@ -119,3 +119,72 @@ test('matmulBackwardRef is the gradient of matmulForwardRef (finite differences)
   );
   expect(dbias.some((v) => v !== 0)).toBe(true);
 });
+
+/**
+ * Strided dout, as the LM head of a vocabulary in chunks reads it: each chunk [col0, col0 + N) of
+ * one (M, ldo) dlogits (ldo = V + 3: padding columns no chunk owns, filled with a sentinel that
+ * must not leak in) differentiates into its own dweight and one shared dinp, which every chunk
+ * adds to; a frozen weight (dweight null) leaves only dinp. Same tolerance as the dense products.
+ */
+describe('matmul backward reads a column block of a wider dout', () => {
+  test.each(['tiled', 'naive'] as const)('%s: two chunks of 70 columns, and a frozen weight', async (strategy) => {
+    const rt = await testRuntime();
+    const [M, K, V] = [37, 19, 70];
+    const ldo = V + 3;
+    const blocks = [
+      [0, 41],
+      [41, 29],
+    ] as const; // [col0, N]
+    const rng = new Rng(ldo + (strategy === 'tiled' ? 0 : 1));
+    const dlogits = rng.float32(M * ldo);
+    for (let m = 0; m < M; m++) dlogits.fill(1e6, m * ldo + V, (m + 1) * ldo);
+    const inp = rng.float32(M * K);
+    const weights = blocks.map(([, N]) => rng.float32(N * K));
+    const dinpInit = rng.float32(M * K);
+    const bufs = {
+      dout: rt.upload(dlogits, 'dlogits'),
+      inp: rt.upload(inp, 'inp'),
+      dinp: rt.upload(dinpInit, 'dinp'),
+      frozen: rt.upload(dinpInit, 'dinp (frozen weights)'),
+      weights: weights.map((w, i) => rt.upload(w, `weight ${i}`)),
+      dweights: blocks.map(([, N], i) => rt.storage(N * K * 4, `dweight ${i}`)),
+    };
+    const rec = rt.record('matmul backward strided');
+    for (const [i, [col0, N]] of blocks.entries()) {
+      const p: MatmulProblem = { M, K, N, ldo, col0 };
+      const w = bufs.weights[i]!;
+      await recordMatmulBackward(
+        rt,
+        rec,
+        { dinp: bufs.dinp, dweight: bufs.dweights[i]!, dout: bufs.dout, inp: bufs.inp, weight: w },
+        p,
+        strategy,
+      );
+      await recordMatmulBackward(rt, rec, { dinp: bufs.frozen, dweight: null, dout: bufs.dout, inp: bufs.inp, weight: w }, p, strategy);
+    }
+    const reads = [rec.read(bufs.dinp), rec.read(bufs.frozen), ...bufs.dweights.map((d) => rec.read(d))];
+    await rec.submit();
+    const wantDinp = Float64Array.from(dinpInit);
+    const wantDweights = blocks.map(([, N]) => new Float64Array(N * K));
+    for (const [i, [col0, N]] of blocks.entries()) {
+      const dense = new Float64Array(M * N);
+      for (let m = 0; m < M; m++) dense.set(dlogits.subarray(m * ldo + col0, m * ldo + col0 + N), m * N);
+      matmulBackwardRef(wantDinp, wantDweights[i]!, null, dense, inp, weights[i]!, M, K, N);
+    }
+    const [dinp, frozen, ...dweights] = (await Promise.all(reads)).map((r) => new Float32Array(r));
+    expectClose(dinp!, wantDinp, TOL, `${strategy} dinp over both chunks`);
+    expectClose(frozen!, wantDinp, TOL, `${strategy} dinp with frozen weights`);
+    dweights.forEach((d, i) => expectClose(d, wantDweights[i]!, TOL, `${strategy} dweight of chunk ${i}`));
+    for (const b of [bufs.dout, bufs.inp, bufs.dinp, bufs.frozen, ...bufs.weights, ...bufs.dweights]) b.destroy();
+  });
+
+  test('a strided dout with a bias gradient is refused (dbias reads a dense dout)', async () => {
+    const rt = await testRuntime();
+    const b = rt.storage(64, 'any');
+    const bufs = { dinp: b, dweight: b, dbias: b, dout: b, inp: b, weight: b };
+    await expect(recordMatmulBackward(rt, rt.record('refused'), bufs, { M: 1, K: 1, N: 1, ldo: 2, col0: 1 })).rejects.toThrow(
+      /assumes a dense/,
+    );
+    b.destroy();
+  });
+});

@@ -11,13 +11,26 @@
  * Deterministic: every gradient element is owned by one thread that sums in a fixed order and
  * adds once (the reduction over M for dweight runs inside the owning thread's loop; dbias's over
  * row lanes in a fixed tree). No atomics, no racing writes.
+ *
+ * Strided dout: as the forward writes a column block of a wider output (MatmulProblem ldo, col0),
+ * the two matrix products read dout (M, N) as the columns [col0, col0 + N) of an (M, ldo) matrix:
+ * the LM head of a vocabulary in chunks takes each chunk's block of the (M, V) dlogits in place.
+ * dbias reads a dense dout only (recordMatmulBackward refuses a strided problem with a bias).
+ * A frozen weight (LoRA's base) passes dweight: null, and only dinp is computed.
  */
 import dbiasWgsl from '../../shaders/matmul_backward_dbias.wgsl';
 import dmatWgsl from '../../shaders/matmul_backward_dmat.wgsl';
 import { linearWorkgroups, type KernelSpec, type WorkgroupCount } from '../gpu/kernel';
 import type { BufferBinding, Recorder } from '../gpu/recorder';
 import type { GpuRuntime } from '../gpu/runtime';
-import { checkMatmulProblem, matmulWorkgroup, type MatmulProblem, type MatmulStrategy, type MatmulWorkgroup } from './matmul';
+import {
+  checkMatmulOutput,
+  checkMatmulProblem,
+  matmulWorkgroup,
+  type MatmulProblem,
+  type MatmulStrategy,
+  type MatmulWorkgroup,
+} from './matmul';
 
 /** The float64 reference lives beside the forward one (src/model/cpu.ts imports both from ./matmul). */
 export { matmulBackwardRef } from './matmul';
@@ -41,13 +54,13 @@ function dmatSpec(grad: MatmulGrad, strategy: MatmulStrategy, wg: MatmulWorkgrou
       grad === 'dinp'
         ? [
             { name: 'dinp', kind: 'storage' }, // (M, K), accumulated
-            { name: 'dout', kind: 'read-only-storage' }, // (M, N)
+            { name: 'dout', kind: 'read-only-storage' }, // (M, ldo), columns [col0, col0 + N)
             { name: 'weight', kind: 'read-only-storage' }, // (N, K)
             { name: 'params', kind: 'uniform' },
           ]
         : [
             { name: 'dweight', kind: 'storage' }, // (N, K), accumulated
-            { name: 'dout', kind: 'read-only-storage' }, // (M, N), read transposed
+            { name: 'dout', kind: 'read-only-storage' }, // (M, ldo), columns [col0, col0 + N), read transposed
             { name: 'inp', kind: 'read-only-storage' }, // (M, K)
             { name: 'params', kind: 'uniform' },
           ],
@@ -58,8 +71,9 @@ function dmatSpec(grad: MatmulGrad, strategy: MatmulStrategy, wg: MatmulWorkgrou
       return [Math.ceil(d.S / (per * wx)), Math.ceil(d.R / (per * wy)), 1] satisfies WorkgroupCount;
     },
     uniforms: (p) => {
+      checkMatmulOutput(p, `matmul_backward_${grad}`);
       const d = dims(p, grad);
-      return new Uint32Array([d.R, d.Q, d.S]);
+      return new Uint32Array([d.R, d.Q, d.S, p.ldo ?? p.N, p.col0 ?? 0]);
     },
   };
 }
@@ -107,14 +121,17 @@ export function selectMatmulBackward(
 
 export interface MatmulBackwardBuffers {
   dinp: BufferBinding; // (M, K), accumulated
-  dweight: BufferBinding; // (N, K), accumulated
-  dbias?: BufferBinding | null; // (N), accumulated; absent when the layer has no bias
-  dout: BufferBinding; // (M, N)
+  dweight: BufferBinding | null; // (N, K), accumulated; null for a frozen weight (not computed)
+  dbias?: BufferBinding | null; // (N), accumulated; absent when the layer has no bias (or it is frozen)
+  dout: BufferBinding; // (M, ldo), columns [col0, col0 + N) (dense (M, N) by default)
   inp: BufferBinding; // (M, K)
   weight: BufferBinding; // (N, K)
 }
 
-/** Records the backward of out = inp · weight^T + bias: two or three dispatches. */
+/**
+ * Records the backward of out = inp · weight^T + bias: one to three dispatches (dinp; dweight
+ * unless frozen; dbias when given). dout may be strided (p.ldo, p.col0) unless there is a dbias.
+ */
 export async function recordMatmulBackward(
   rt: GpuRuntime,
   rec: Recorder,
@@ -122,9 +139,9 @@ export async function recordMatmulBackward(
   p: MatmulProblem,
   strategy: MatmulStrategy = 'tiled',
 ): Promise<void> {
-  checkMatmulProblem(p, 'matmul_backward');
+  checkMatmulProblem(p, 'matmul_backward', !b.dbias);
   const specs = selectMatmulBackward(p, strategy);
   rec.dispatch(await rt.compile(specs.dinp), { dinp: b.dinp, dout: b.dout, weight: b.weight }, p);
-  rec.dispatch(await rt.compile(specs.dweight), { dweight: b.dweight, dout: b.dout, inp: b.inp }, p);
+  if (b.dweight) rec.dispatch(await rt.compile(specs.dweight), { dweight: b.dweight, dout: b.dout, inp: b.inp }, p);
   if (b.dbias) rec.dispatch(await rt.compile(matmulBackwardBias), { dbias: b.dbias, dout: b.dout }, p);
 }
