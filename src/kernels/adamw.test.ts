@@ -10,6 +10,7 @@ import {
   gradNormRef,
   gradNormSquares,
   recordGradNorm,
+  recordGradNormOf,
   type AdamWProblem,
   type GradNormProblem,
 } from './adamw';
@@ -34,6 +35,51 @@ async function gpuNorm(grads: Float32Array, squaresSpec = gradNormSquares): Prom
   for (const b of [g, norm, status]) b.destroy();
   return { norm: new Float32Array(n!)[0]!, status: Array.from(new Uint32Array(s!)) };
 }
+
+/**
+ * The norm of several buffers (one per tensor): each one's partials in its own aligned range of
+ * one buffer. Sizes: a single element, one partial, 18 partials (more than one alignment block of
+ * 64 floats at a 256-byte alignment: 70001 / 4096), 257 partials; a NaN in the last one.
+ */
+describe('global gradient norm over several buffers', () => {
+  const sizes = [1, 4096, 70001, 300, 1048581];
+  async function norms(grads: Float32Array[]): Promise<{ norm: number; status: number[] }> {
+    const rt = await testRuntime();
+    const bufs = grads.map((g, i) => rt.upload(g, `grads ${i}`));
+    const norm = rt.storage(4, 'norm');
+    const status = rt.upload(new Uint32Array(GRAD_STATUS_WORDS), 'status');
+    const rec = rt.record('grad norm of tensors');
+    const temps = await recordGradNormOf(
+      rt,
+      rec,
+      bufs.map((buffer, i) => ({ buffer, n: grads[i]!.length })),
+      norm,
+      status,
+    );
+    const outs = [rec.read(norm), rec.read(status)];
+    await rec.submit();
+    for (const t of temps) rt.pool.release(t);
+    const [n, s] = await Promise.all(outs);
+    for (const b of [...bufs, norm, status]) b.destroy();
+    return { norm: new Float32Array(n!)[0]!, status: Array.from(new Uint32Array(s!)) };
+  }
+
+  test('equals the norm of their concatenation', async () => {
+    const grads = sizes.map((n, i) => new Rng(n + i).float32(n, -1, 1));
+    const all = Float32Array.from(grads.flatMap((g) => Array.from(g)));
+    const { norm, status } = await norms(grads);
+    expectClose([norm], [gradNormRef(all, all.length)], normTol(all.length), 'norm of the tensors');
+    expect(status).toEqual([0, 0, 0, 0]);
+  });
+
+  test('a NaN in any one of them sets the status', async () => {
+    const grads = sizes.slice(0, 3).map((n, i) => new Rng(n + i).float32(n, -1, 1));
+    grads[2]![70000] = NaN;
+    const { norm, status } = await norms(grads);
+    expect(norm).toBeNaN();
+    expect(status).toEqual([1, 1, 0, 0]);
+  });
+});
 
 describe('global gradient norm matches its float64 reference', () => {
   // 1048581 = 256 * 4096 + 5: 257 partials, then two reduce_sum passes

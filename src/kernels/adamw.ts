@@ -78,14 +78,66 @@ export async function recordGradNorm(
   squaresSpec: KernelSpec<GradNormProblem> = gradNormSquares,
 ): Promise<GPUBuffer[]> {
   if (!Number.isInteger(n) || n < 1) throw new Error(`grad_norm: need at least one element, got n=${n}`);
-  const [squares, reduce, finish] = await Promise.all([rt.compile(squaresSpec), rt.compile(reduceSumPass), rt.compile(gradNormFinish)]);
+  const squares = await rt.compile(squaresSpec);
+  const usage = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC;
+  rec.clear(status, 4 * STATUS_NONFINITE_NOW, 4);
+  const len = Math.ceil(n / (WG * ITEMS));
+  const src = rt.pool.acquire(len * 4, usage, 'grad norm partials');
+  rec.dispatch(squares, { grads, partial: src, status }, { n });
+  return [src, ...(await recordNormFinish(rt, rec, src, len, norm, status))];
+}
+
+/**
+ * recordGradNorm over several buffers, one norm of them all (the gradients of a model kept one
+ * buffer per tensor, as the imported decoders' are: a slab of them all would exceed one storage
+ * binding). Each tensor's squares pass writes its partial sums into its own range of one partials
+ * buffer, at offsets aligned to minStorageBufferOffsetAlignment (the gaps cleared to zero); the
+ * reduce passes and the finish then run once over that buffer. Returns pooled temporaries to
+ * release after the submit.
+ */
+export async function recordGradNormOf(
+  rt: GpuRuntime,
+  rec: Recorder,
+  tensors: readonly { buffer: GPUBuffer; n: number }[],
+  norm: GPUBuffer,
+  status: GPUBuffer,
+): Promise<GPUBuffer[]> {
+  if (!tensors.length) throw new Error('grad_norm: no tensor');
+  for (const t of tensors)
+    if (!Number.isInteger(t.n) || t.n < 1) throw new Error(`grad_norm: ${t.buffer.label}: need at least one element, got n=${t.n}`);
+  const squares = await rt.compile(gradNormSquares);
+  const align = rt.limits.minStorageBufferOffsetAlignment / 4; // floats
+  const ranges: [number, number][] = []; // [offset, G] per tensor, in floats
+  let len = 0;
+  for (const t of tensors) {
+    const G = Math.ceil(t.n / (WG * ITEMS));
+    ranges.push([len, G]);
+    len += Math.ceil(G / align) * align;
+  }
+  const usage = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST;
+  const src = rt.pool.acquire(len * 4, usage, 'grad norm partials');
+  rec.clear(status, 4 * STATUS_NONFINITE_NOW, 4).clear(src, 0, len * 4);
+  tensors.forEach((t, i) => {
+    const [offset, G] = ranges[i]!;
+    rec.dispatch(squares, { grads: t.buffer, partial: { buffer: src, offset: offset * 4, size: G * 4 }, status }, { n: t.n });
+  });
+  return [src, ...(await recordNormFinish(rt, rec, src, len, norm, status))];
+}
+
+/** reduce_sum passes over the (len) partial sums in `src` down to one, then the finish; returns the pooled temporaries. */
+async function recordNormFinish(
+  rt: GpuRuntime,
+  rec: Recorder,
+  first: GPUBuffer,
+  n: number,
+  norm: GPUBuffer,
+  status: GPUBuffer,
+): Promise<GPUBuffer[]> {
+  const [reduce, finish] = await Promise.all([rt.compile(reduceSumPass), rt.compile(gradNormFinish)]);
   const usage = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC;
   const temporaries: GPUBuffer[] = [];
-  rec.clear(status, 4 * STATUS_NONFINITE_NOW, 4);
-  let len = Math.ceil(n / (WG * ITEMS));
-  let src = rt.pool.acquire(len * 4, usage, 'grad norm partials');
-  temporaries.push(src);
-  rec.dispatch(squares, { grads, partial: src, status }, { n });
+  let src = first;
+  let len = n;
   while (len > 1) {
     const outLen = Math.ceil(len / reduceSumPass.workgroupSize[0]);
     const dst = rt.pool.acquire(outLen * 4, usage, 'grad norm partials');
