@@ -20,7 +20,8 @@ import { ropeRef } from '../kernels/rope';
 import { swigluBackwardRef, swigluForwardRef } from '../kernels/swiglu';
 import { archDims, decoderTensors, layerTensor, type DecoderArch } from './arch';
 import { checkInput, defaultPositions, type ForwardInput } from './cpu';
-import type { LoraModule } from './lora';
+import { peftKeys, type LoraModule } from './lora';
+import { gaussian, Rng } from '../util/random';
 
 /** Per-layer key and value caches, (B, NKV, Tmax, HS) each (kernels/attention_gqa.ts). */
 export interface DecoderCpuCache {
@@ -66,6 +67,8 @@ export class DecoderCpu {
   private lora: CpuLora | null = null;
   /** whether forward() adds the adapters (off: the frozen base, the KL reference) */
   loraEnabled = true;
+  /** a scalar value head on the final norm's output (PPO's critic), fresh on a pretrained model */
+  private valueHead: { w: Float64Array; b: Float64Array; dw: Float64Array; db: Float64Array } | null = null;
   private saved: {
     tokens: number[];
     positions: number[];
@@ -137,7 +140,7 @@ export class DecoderCpu {
     input: ForwardInput,
     kv?: { cache: DecoderCpuCache; pos: number },
     lastOnly = false,
-  ): { logits: Float64Array; lastOnly: boolean } {
+  ): { logits: Float64Array; values?: Float64Array; lastOnly: boolean } {
     const a = this.arch;
     const { nLayer: L, dModel: C, nHead: NH, nKvHead: NKV, headDim: HS, vocabSize: V, dFf: F } = a;
     const { QD, W, up } = archDims(a);
@@ -218,7 +221,10 @@ export class DecoderCpu {
     matmulForwardRef(logits, hf, this.w(a.tiedEmbeddings ? 'embed' : 'head'), null, rows, C, V);
     if (train)
       this.saved = { tokens: Array.from(input.tokens), positions: Array.from(positions), start, B, T, layers, final, hf, meanf, rstdf };
-    return { logits, lastOnly };
+    if (!this.valueHead) return { logits, lastOnly };
+    const values = new Float64Array(rows); // (rows) the value head on the final norm's output
+    matmulForwardRef(values, hf, this.valueHead.w, this.valueHead.b, rows, C, 1);
+    return { logits, values, lastOnly };
   }
 
   /** out, and the statistics its backward reads, of the norm named `name` over N rows. */
@@ -259,8 +265,53 @@ export class DecoderCpu {
     return this.lora ? new Float64Array(this.w(name).length) : this.g(name);
   }
 
+  /**
+   * Adds a value head (1, C) + (1) initialised normal(0, std) from `seed` (or given), as PPO
+   * trains a critic on top of a pretrained trunk; forward() then returns values too.
+   */
+  addValueHead(seed: number, std = 0.02, init?: { w: ArrayLike<number>; b: number }): void {
+    const C = this.arch.dModel;
+    const w = new Float64Array(C);
+    if (init) {
+      if (init.w.length !== C) throw new Error(`DecoderCpu.addValueHead: ${init.w.length} weights for d_model ${C}`);
+      w.set(Array.from(init.w));
+    } else {
+      const rng = new Rng(seed);
+      for (let c = 0; c < C; c++) w[c] = gaussian(rng) * std;
+    }
+    this.valueHead = { w, b: Float64Array.of(init?.b ?? 0), dw: new Float64Array(C), db: new Float64Array(1) };
+  }
+
+  /**
+   * What an optimizer updates, each with its gradient and whether weight decay applies (matrices
+   * yes; norms, biases, the value head's bias no): the adapters with LoRA, else every tensor;
+   * and the value head when there is one.
+   */
+  trainables(): { name: string; w: Float64Array; g: Float64Array; decay: boolean }[] {
+    const out: { name: string; w: Float64Array; g: Float64Array; decay: boolean }[] = [];
+    if (this.lora) {
+      const l = this.lora;
+      l.modules.forEach((m, i) => {
+        const k = peftKeys(m);
+        out.push({ name: k.A, w: l.A[i]!, g: l.dA[i]!, decay: true }, { name: k.B, w: l.B[i]!, g: l.dB[i]!, decay: true });
+      });
+    } else {
+      for (const t of decoderTensors(this.arch))
+        out.push({ name: t.name, w: this.w(t.name), g: this.g(t.name), decay: t.shape.length === 2 });
+    }
+    if (this.valueHead) {
+      const v = this.valueHead;
+      out.push({ name: 'value.w', w: v.w, g: v.dw, decay: true }, { name: 'value.b', w: v.b, g: v.db, decay: false });
+    }
+    return out;
+  }
+
   zeroGrad(): void {
     for (const t of this.grads.values()) t.fill(0);
+    if (this.valueHead) {
+      this.valueHead.dw.fill(0);
+      this.valueHead.db.fill(0);
+    }
     if (this.lora) for (const g of [...this.lora.dA, ...this.lora.dB]) g.fill(0);
   }
 
@@ -364,7 +415,7 @@ export class DecoderCpu {
    * derivative w.r.t. the last training forward's logits (BT, V) is `dlogits`. Each step quotes
    * the forward line it differentiates.
    */
-  backward(dlogits: ArrayLike<number>): void {
+  backward(dlogits: ArrayLike<number>, dvalues: ArrayLike<number> | null = null): void {
     const sv = this.saved;
     if (!sv) throw new Error('DecoderCpu.backward: call forward without a KV cache (a training forward) first');
     const a = this.arch;
@@ -377,6 +428,11 @@ export class DecoderCpu {
     // logits = hf . head^T
     const dhf = new Float64Array(BT * C);
     matmulBackwardRef(dhf, this.frozenOr(head), null, dlogits, sv.hf, this.w(head), BT, C, V);
+    // values = hf . value.w^T + value.b (the value head trains in every mode)
+    if (dvalues) {
+      if (!this.valueHead) throw new Error('DecoderCpu.backward: dvalues given but the model has no value head (addValueHead)');
+      matmulBackwardRef(dhf, this.valueHead.dw, this.valueHead.db, dvalues, sv.hf, this.valueHead.w, BT, C, 1);
+    }
     // hf = normf(x)
     const dx = new Float64Array(BT * C); // the residual stream's gradient, flowing down
     this.normBackward(dx, dhf, sv.final, sv.meanf, sv.rstdf, 'normf', BT);

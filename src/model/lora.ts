@@ -108,3 +108,18 @@ export function peftKeys(m: LoraModule): { A: string; B: string } {
 
 /** alpha / r (PEFT without rslora). */
 export const loraScaling = (cfg: LoraConfig): number => cfg.alpha / cfg.rank;
+
+/**
+ * PEFT's default initialisation (init_lora_weights = true): A kaiming-uniform with a = sqrt(5),
+ * which is uniform(-1/sqrt(in), 1/sqrt(in)), and B zero, so training starts from the base model.
+ */
+export function initLoraAdapters(
+  modules: readonly LoraModule[],
+  rank: number,
+  rng: { next(): number },
+): { A: Float32Array[]; B: Float32Array[] } {
+  return {
+    A: modules.map((m) => Float32Array.from({ length: rank * m.inFeatures }, () => (2 * rng.next() - 1) / Math.sqrt(m.inFeatures))),
+    B: modules.map((m) => new Float32Array(m.outFeatures * rank)),
+  };
+}

@@ -1,0 +1,106 @@
+/**
+ * Training the float64 decoder (decoder-cpu.ts): SFT's masked next-token cross-entropy and the
+ * PPO / GRPO step (kernels/ppo_loss_ref.ts), gradient accumulation over micro-batches, one global
+ * gradient norm with clipping, and AdamW over what trains: the LoRA adapters (the base frozen),
+ * or every tensor (full fine-tuning), and the value head when the model has one. The same
+ * recipe as the lab GPT's CpuTrainer (cpu-train.ts), over the decoder's trainables() list.
+ */
+import { adamwRef } from '../kernels/adamw';
+import { crossEntropyRef } from '../kernels/crossentropy';
+import { logprobEntropyBackwardRef, logprobEntropyRef } from '../kernels/logprob';
+import { emptyRlSums, RL_ROLLOUT_FIELDS, rlTokenGradsRef, validateRlLossConfig, type RlLossConfig } from '../kernels/ppo_loss_ref';
+import type { RlStepResult, StepResult } from './cpu-train';
+import type { DecoderCpu } from './decoder-cpu';
+import { lossTokens, NumericsError, type OptimConfig, type RlBatch, type TokenBatch } from './optim';
+
+export class DecoderCpuTrainer {
+  /** AdamW moments by trainable name */
+  private readonly moments = new Map<string, { m: Float64Array; v: Float64Array }>();
+  /** optimizer steps taken */
+  step = 0;
+
+  constructor(
+    readonly model: DecoderCpu,
+    public opt: OptimConfig,
+  ) {}
+
+  /** One SFT optimizer step over the micro-batches. */
+  trainStep(batches: TokenBatch[]): StepResult {
+    const tokens = lossTokens('trainStep', batches, []);
+    const V = this.model.arch.vocabSize;
+    this.model.zeroGrad();
+    let lossSum = 0;
+    for (const b of batches) {
+      const BT = b.B * b.T;
+      const { logits } = this.model.forward({ tokens: b.tokens, B: b.B, T: b.T });
+      const losses = new Float64Array(BT);
+      const dlogits = new Float64Array(BT * V);
+      crossEntropyRef(losses, dlogits, logits, b.targets, b.mask, BT, V, 1 / tokens);
+      this.model.backward(dlogits);
+      for (const l of losses) lossSum += l;
+    }
+    const loss = lossSum / tokens;
+    this.step++;
+    if (!Number.isFinite(loss)) throw new NumericsError(this.step, 'loss', loss);
+    return { loss, gradNorm: this.applyGradients(), tokens };
+  }
+
+  /**
+   * One PPO / GRPO optimizer step: per-token log-probs and entropies at the sampling temperature,
+   * the loss's per-token derivatives, backward through them (and the value head, for PPO), AdamW.
+   */
+  rlStep(batches: RlBatch[], cfg: RlLossConfig): RlStepResult {
+    validateRlLossConfig(cfg);
+    const tokens = lossTokens('rlStep', batches, RL_ROLLOUT_FIELDS);
+    const V = this.model.arch.vocabSize;
+    this.model.zeroGrad();
+    const sums = emptyRlSums();
+    for (const b of batches) {
+      const BT = b.B * b.T;
+      const { logits, values } = this.model.forward({ tokens: b.tokens, B: b.B, T: b.T });
+      const logp = new Float64Array(BT);
+      const entropy = new Float64Array(BT);
+      logprobEntropyRef(logp, entropy, logits, b.targets, BT, V, cfg.invTemp);
+      const d = { dlogp: new Float64Array(BT), dentropy: new Float64Array(BT), dvalue: new Float64Array(BT) };
+      rlTokenGradsRef(d, logp, entropy, values ?? new Float64Array(BT), b, BT, cfg, 1 / tokens, sums);
+      const dlogits = new Float64Array(BT * V);
+      logprobEntropyBackwardRef(dlogits, d.dlogp, d.dentropy, logits, b.targets, BT, V, cfg.invTemp);
+      this.model.backward(dlogits, values ? d.dvalue : null);
+    }
+    this.step++;
+    for (const k of ['policyLoss', 'valueLoss', 'entropy'] as const)
+      if (!Number.isFinite(sums[k])) throw new NumericsError(this.step, k, sums[k]);
+    return { sums, gradNorm: this.applyGradients() };
+  }
+
+  /** Clips by the global norm of every trainable's gradient and applies AdamW; returns the pre-clip norm. */
+  applyGradients(): number {
+    const params = this.model.trainables();
+    let sq = 0;
+    for (const p of params) for (const g of p.g) sq += g * g;
+    const gradNorm = Math.sqrt(sq);
+    if (!Number.isFinite(gradNorm)) {
+      const bad = params.find((p) => p.g.some((g) => !Number.isFinite(g)));
+      throw new NumericsError(this.step, `gradient of ${bad?.name ?? 'unknown tensor'}`, gradNorm);
+    }
+    const o = this.opt;
+    const gradScale = o.gradClip > 0 ? Math.min(1, o.gradClip / (gradNorm + 1e-6)) : 1;
+    for (const p of params) {
+      let mv = this.moments.get(p.name);
+      if (!mv) {
+        mv = { m: new Float64Array(p.w.length), v: new Float64Array(p.w.length) };
+        this.moments.set(p.name, mv);
+      }
+      adamwRef(p.w, p.g, mv.m, mv.v, 0, p.w.length, {
+        lr: o.lr,
+        beta1: o.beta1,
+        beta2: o.beta2,
+        eps: o.eps,
+        step: this.step,
+        gradScale,
+        weightDecay: p.decay ? o.weightDecay : 0,
+      });
+    }
+    return gradNorm;
+  }
+}
