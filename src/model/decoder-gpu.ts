@@ -55,11 +55,14 @@ export interface DecoderStep extends StepBuffers {
   scratch: GPUBuffer | null; // flash-decoding partials, decode steps only
 }
 
-interface Chunk {
+/** Rows [v0, v0 + rows) of the embedding or LM head (V, C), stored as one buffer (rows, C). */
+export interface DecoderGpuChunk {
   v0: number;
   rows: number;
   buffer: GPUBuffer;
 }
+
+type Chunk = DecoderGpuChunk;
 
 export interface DecoderGpuOptions {
   /** the longest sequence it serves (KV cache, rope tables); default the model's maxPositions capped at 4096 */
@@ -137,6 +140,35 @@ export class DecoderGpu implements GpuDecoder<DecoderGpuCache, DecoderStep> {
 
   private tOpt(name: string): GPUBuffer | null {
     return this.tensors.get(name) ?? null;
+  }
+
+  /**
+   * The buffer of an engine tensor (arch.ts decoderTensors) other than embed and head, whose row
+   * chunks are embedTable and headTable: what the trainer (decoder-gpu-train.ts) reads, and with
+   * full fine-tuning updates in place.
+   */
+  tensor(name: string): GPUBuffer {
+    return this.t(name);
+  }
+
+  /** tensor(name), or null when the architecture has no such tensor (a bias it does not carry). */
+  tensorOrNull(name: string): GPUBuffer | null {
+    return this.tOpt(name);
+  }
+
+  /** The embedding's row chunks, in order of v0. */
+  get embedTable(): readonly DecoderGpuChunk[] {
+    return this.embed;
+  }
+
+  /** The LM head's row chunks: the embedding's own with tied embeddings. */
+  get headTable(): readonly DecoderGpuChunk[] {
+    return this.head;
+  }
+
+  /** RoPE's cos and sin tables (contextLength, HS/2) (kernels/rope.ts), or null with learned positions. */
+  get ropeTables(): { cos: GPUBuffer; sin: GPUBuffer } | null {
+    return this.ropeCos && this.ropeSin ? { cos: this.ropeCos, sin: this.ropeSin } : null;
   }
 
   createKvCache(B: number, Tmax: number): DecoderGpuCache {
