@@ -1,0 +1,435 @@
+/**
+ * Training the data-described decoder (GPT-2, Llama, Qwen2 from Hugging Face) on the GPU, full
+ * fine-tuning or LoRA, as the lab GPT's GpuTrainer (gpu-train.ts) trains it: an optimizer step
+ * (every micro-batch's training forward, masked cross-entropy and backward, the global gradient
+ * norm, clipping and AdamW) is one recording and one submit; the loss and the gradient norm are
+ * read back only when asked. The passes are decoder-gpu-pass.ts, checked against DecoderCpu.
+ *
+ * Full fine-tuning updates the model's own buffers in place (DecoderGpu's tensors and its
+ * embedding / LM head chunks) and holds a gradient and two AdamW moments per tensor. With LoRA
+ * the base is frozen: no base gradient buffer exists at all, only the adapters A (r, in),
+ * B (out, r) per module (lora.ts), their gradients and moments; `loraEnabled = false` runs the
+ * frozen base (the KL reference) from the same weights, without a second copy.
+ * Shape legend: arch.ts; r the LoRA rank.
+ */
+import { rowWorkgroup, withConstants } from '../gpu/kernel';
+import type { Recorder } from '../gpu/recorder';
+import type { GpuRuntime } from '../gpu/runtime';
+import { adamw, GRAD_STATUS_WORDS, recordGradNormOf, STATUS_NONFINITE_NOW } from '../kernels/adamw';
+import { GQA_TRAIN_MAX_HS } from '../kernels/attention_gqa_train';
+import { crossEntropy } from '../kernels/crossentropy';
+import { recordSum } from '../kernels/reduce_sum';
+import { accumulate } from '../kernels/residual';
+import { archParameterCount, decoderTensors, type DecoderArch } from './arch';
+import { checkInput, defaultPositions, type ForwardInput } from './cpu';
+import type { DecoderGpu } from './decoder-gpu';
+import { allocTrainActs, decoderTrainActFloats, destroyTrainActs, trainActBuffers, type DecoderTrainActs } from './decoder-gpu-acts';
+import { recordTrainBackward, recordTrainForward, type GpuAdapters, type PassIds, type TrainPassContext } from './decoder-gpu-pass';
+import type { GpuStepResult } from './gpu-train';
+import { peftKeys, type LoraModule } from './lora';
+import { lossTokens, NumericsError, type OptimConfig, type TokenBatch } from './optim';
+
+/** A micro-batch for the decoder: a TokenBatch with the positions and left padding of a Hugging Face batch. */
+export interface DecoderBatch extends TokenBatch {
+  /** (B, T) position ids (default 0..T-1 in each row) */
+  positions?: Uint32Array<ArrayBuffer>;
+  /** (B) left padding: the first real position of each row (default 0) */
+  start?: Uint32Array<ArrayBuffer>;
+}
+
+/** LoRA adapters to train (lora.ts loraModules; A (r, in), B (out, r) per module in that order, as PEFT stores them). */
+export interface DecoderLoraInit {
+  modules: LoraModule[];
+  rank: number;
+  /** alpha / r (lora.ts loraScaling) */
+  scaling: number;
+  A: ArrayLike<number>[];
+  B: ArrayLike<number>[];
+}
+
+/** One tensor the optimizer updates: the parameter, its gradient and AdamW's moments, (n) f32 each. */
+export interface DecoderTrainable {
+  /** engine name (a chunk: `embed[v0..v1)`), or PEFT's key of an adapter */
+  name: string;
+  param: GPUBuffer;
+  grad: GPUBuffer;
+  m: GPUBuffer;
+  v: GPUBuffer;
+  n: number;
+  /** decoupled weight decay applies (matrices and embeddings, the adapters; not norms or biases) */
+  decay: boolean;
+}
+
+/** Bytes a training setup holds on the GPU, from the buffers it allocates (decoderTrainMemory). */
+export interface DecoderTrainMemory {
+  /** the model's weights (DecoderGpu), frozen or not */
+  weights: number;
+  /** the adapters' parameters (0 with full fine-tuning: the weights are the parameters) */
+  adapters: number;
+  /** one gradient per trainable value */
+  grads: number;
+  /** AdamW's two moments per trainable value */
+  adam: number;
+  /** the activations, backward scratch and inputs of one micro-batch shape (decoder-gpu-acts.ts) */
+  acts: number;
+  total: number;
+}
+
+/** The adapters' values, r (in + out) per module. */
+const adapterFloats = (modules: readonly LoraModule[], r: number) => modules.reduce((s, m) => s + r * (m.inFeatures + m.outFeatures), 0);
+
+/**
+ * What training `arch` at micro-batch (B, T) holds, full fine-tuning (lora null) or LoRA: the
+ * same tables the trainer allocates from (decoderTensors for the weights and full fine-tuning's
+ * gradients, the modules for LoRA's, buildTrainActs for the activations).
+ */
+export function decoderTrainMemory(
+  arch: DecoderArch,
+  B: number,
+  T: number,
+  lora: { modules: readonly LoraModule[]; rank: number } | null,
+): DecoderTrainMemory {
+  const weights = archParameterCount(arch) * 4;
+  const adapters = lora ? adapterFloats(lora.modules, lora.rank) * 4 : 0;
+  const grads = lora ? adapters : weights;
+  const acts = decoderTrainActFloats(arch, B, T, lora && { modules: lora.modules.length, rank: lora.rank }) * 4;
+  return { weights, adapters, grads, adam: 2 * grads, acts, total: weights + adapters + 3 * grads + acts };
+}
+
+/** Buffers a recording borrowed: pooled ones go back to the pool after the submit, others are destroyed. */
+interface Borrowed {
+  release: GPUBuffer[];
+  destroy: GPUBuffer[];
+}
+
+export class DecoderGpuTrainer {
+  readonly rt: GpuRuntime;
+  /** what the optimizer updates: every tensor (full fine-tuning) or the adapters (LoRA) */
+  readonly trainables: readonly DecoderTrainable[];
+  /** whether the forward adds the adapters (false: the frozen base, the KL reference) */
+  loraEnabled = true;
+  /** optimizer steps taken */
+  step = 0;
+  private readonly gradByName = new Map<string, GPUBuffer>();
+  private readonly embedGrads: GPUBuffer[] | null = null;
+  private readonly headGrads: GPUBuffer[] | null = null;
+  private readonly adapters: GpuAdapters | null = null;
+  private readonly frozen: [GPUBuffer, GPUBuffer];
+  private readonly norm: GPUBuffer; // (1) global grad norm
+  private readonly status: GPUBuffer; // (GRAD_STATUS_WORDS) u32
+  private readonly lossSum: GPUBuffer; // (1) summed loss of the step
+  private actsCache: DecoderTrainActs | null = null;
+
+  constructor(
+    readonly model: DecoderGpu,
+    public opt: OptimConfig,
+    lora: DecoderLoraInit | null = null,
+  ) {
+    const rt = (this.rt = model.rt);
+    const a = model.arch;
+    if (a.headDim > GQA_TRAIN_MAX_HS)
+      throw new Error(`DecoderGpuTrainer: head size ${a.headDim} exceeds the ${GQA_TRAIN_MAX_HS} the training attention serves`);
+    const f32 = (n: number, label: string) => rt.storage(n * 4, label);
+    const out: DecoderTrainable[] = [];
+    const add = (name: string, param: GPUBuffer, n: number, decay: boolean, grad = f32(n, `grad ${name}`)) => {
+      out.push({ name, param, grad, m: f32(n, `adam m ${name}`), v: f32(n, `adam v ${name}`), n, decay });
+      return grad;
+    };
+    if (lora) {
+      this.adapters = uploadAdapters(rt, lora);
+      const ad = this.adapters;
+      lora.modules.forEach((m, i) => {
+        const k = peftKeys(m);
+        add(k.A, ad.A[i]!, lora.rank * m.inFeatures, true, ad.dA[i]);
+        add(k.B, ad.B[i]!, m.outFeatures * lora.rank, true, ad.dB[i]);
+      });
+    } else {
+      const C = a.dModel;
+      const chunks = (name: string, table: DecoderGpu['embedTable']) =>
+        table.map((c) => add(`${name}[${c.v0}..${c.v0 + c.rows})`, c.buffer, c.rows * C, true));
+      this.embedGrads = chunks('embed', model.embedTable);
+      this.headGrads = a.tiedEmbeddings ? this.embedGrads : chunks('head', model.headTable);
+      for (const t of decoderTensors(a)) {
+        if (t.name === 'embed' || t.name === 'head') continue;
+        const n = t.shape.reduce((x, y) => x * y, 1);
+        this.gradByName.set(t.name, add(t.name, model.tensor(t.name), n, t.shape.length === 2));
+      }
+    }
+    this.trainables = out;
+    this.frozen = [f32(1, 'frozen norm weight grad (unused)'), f32(1, 'frozen norm bias grad (unused)')];
+    this.norm = f32(1, 'grad norm');
+    this.status = f32(GRAD_STATUS_WORDS, 'grad status');
+    this.lossSum = f32(1, 'loss sum');
+  }
+
+  /** The adapters' modules, or null (full fine-tuning). */
+  get loraModules(): readonly LoraModule[] | null {
+    return this.adapters?.modules ?? null;
+  }
+
+  /** Activation buffers for (B, T), reused while the shape stays the same. */
+  acts(B: number, T: number): DecoderTrainActs {
+    const c = this.actsCache;
+    if (c && c.B === B && c.T === T) return c;
+    if (c) destroyTrainActs(c);
+    const l = this.adapters;
+    this.actsCache = allocTrainActs(this.rt, this.model.arch, B, T, l && { modules: l.modules.length, rank: l.rank });
+    return this.actsCache;
+  }
+
+  /** What the passes record against (decoder-gpu-pass.ts). */
+  private context(): TrainPassContext {
+    return {
+      model: this.model,
+      grad: (name) => this.gradByName.get(name) ?? null,
+      chunkGrads: (which) => (which === 'embed' ? this.embedGrads : this.headGrads),
+      lora: this.adapters,
+      loraOn: this.loraEnabled,
+      frozen: this.frozen,
+    };
+  }
+
+  /**
+   * One optimizer step over the micro-batches (masked next-token cross-entropy, the mean over
+   * every counted token of the step), in one submit. With `read` the loss and the gradient norm
+   * are read back and checked (the numerics guard); otherwise nothing is read.
+   */
+  async trainStep(batches: DecoderBatch[], read: boolean, profile = false): Promise<GpuStepResult> {
+    return this.run('trainStep', batches, read, true, profile);
+  }
+
+  /**
+   * The step's gradient without the update, left in the trainables' grad buffers (readGrads): the
+   * check against the float64 reference. With `read`, the loss and the gradient norm come back.
+   */
+  async computeGradients(batches: DecoderBatch[], read: boolean): Promise<GpuStepResult> {
+    return this.run('computeGradients', batches, read, false, false);
+  }
+
+  private async run(what: string, batches: DecoderBatch[], read: boolean, update: boolean, profile: boolean): Promise<GpuStepResult> {
+    const { rt } = this;
+    const V = this.model.vocabSize;
+    const tokens = this.checkBatches(what, batches);
+    const [ce, acc] = await Promise.all([
+      rt.compile(withConstants(crossEntropy, { workgroupSize: [rowWorkgroup(V, 8)] })),
+      rt.compile(accumulate),
+    ]);
+    if (update) this.step++;
+    const rec = rt.record(`decoder ${what} ${this.step}`, { profile });
+    const borrowed: Borrowed = { release: [], destroy: [] };
+    for (const t of this.trainables) rec.clear(t.grad);
+    rec.clear(this.lossSum);
+    const ctx = this.context();
+    for (const b of batches) {
+      const BT = b.B * b.T;
+      const { acts, ids } = this.stageInputs(rec, b, borrowed);
+      await recordTrainForward(rt, rec, ctx, acts);
+      const ceBufs = { logits: acts.logits, targets: acts.targets, mask: acts.mask, losses: acts.losses, dlogits: acts.dlogits };
+      rec.dispatch(ce, ceBufs, { BT, V, scale: 1 / tokens, writeGrad: true });
+      const back = await recordTrainBackward(rt, rec, ctx, acts, ids);
+      borrowed.release.push(...back.release);
+      borrowed.destroy.push(...back.destroy);
+      if (read) {
+        const { result, temporaries } = await recordSum(rt, rec, acts.losses, BT);
+        rec.dispatch(acc, { dst: this.lossSum, src: { buffer: result, offset: 0, size: 4 } }, { n: 1 });
+        borrowed.release.push(result, ...temporaries);
+      }
+    }
+    if (update) await this.recordUpdate(rec, borrowed);
+    else if (read) borrowed.release.push(...(await this.recordNorm(rec)));
+    const lossP = read ? rec.read(this.lossSum) : null;
+    const normP = read ? rec.read(this.norm) : null;
+    const statusP = read ? rec.read(this.status) : null;
+    await this.submit(rec, borrowed);
+    if (!read) return { tokens };
+    const loss = new Float32Array(await lossP!)[0]! / tokens;
+    const gradNorm = new Float32Array(await normP!)[0]!;
+    if (!Number.isFinite(loss)) throw new NumericsError(this.step, 'loss', loss);
+    await this.guardGradients(gradNorm, new Uint32Array(await statusP!)[STATUS_NONFINITE_NOW]!);
+    return { loss, gradNorm, tokens };
+  }
+
+  /** Checks the micro-batches (one shape; ids, positions and padding as the forward checks them); returns the loss tokens. */
+  private checkBatches(what: string, batches: DecoderBatch[]): number {
+    const first = batches[0];
+    if (first && batches.some((b) => b.B !== first.B || b.T !== first.T))
+      throw new Error(`${what}: micro-batches must share one shape (B, T)`);
+    const tokens = lossTokens(what, batches, []);
+    const V = this.model.vocabSize;
+    batches.forEach((b, i) => {
+      checkInput(b, V, this.model.contextLength);
+      if (b.start && b.start.length !== b.B)
+        throw new Error(`${what}: micro-batch ${i}: start has ${b.start.length} values, expected B = ${b.B}`);
+      b.targets.forEach((t, j) => {
+        if (b.mask[j] !== 0 && !(t < V)) throw new Error(`${what}: micro-batch ${i}: target ${t} at ${j} is outside the vocabulary`);
+      });
+    });
+    return tokens;
+  }
+
+  /**
+   * Stages a micro-batch's inputs (tokens, positions, start, targets, mask): each is written to a
+   * pooled buffer now and copied into the shared activation buffers at this point of the
+   * recording, so every micro-batch sees its own.
+   */
+  private stageInputs(rec: Recorder, b: DecoderBatch, borrowed: Borrowed): { acts: DecoderTrainActs; ids: PassIds } {
+    const { rt } = this;
+    const { B, T } = b;
+    const positions = b.positions ?? defaultPositions(B, T);
+    const acts = this.acts(B, T);
+    for (const [dst, data] of [
+      [acts.tokens, b.tokens],
+      [acts.positions, positions],
+      [acts.start, b.start ?? new Uint32Array(B)],
+      [acts.targets, b.targets],
+      [acts.mask, b.mask],
+    ] as const) {
+      const staged = rt.pool.acquire(data.byteLength, GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST, 'staged input');
+      rt.device.queue.writeBuffer(staged, 0, data);
+      rec.copy(staged, 0, dst, 0, data.byteLength);
+      borrowed.release.push(staged);
+    }
+    return { acts, ids: { tokens: b.tokens, positions } };
+  }
+
+  /** The global gradient norm over every trainable (into `norm`, `status`); returns pooled temporaries. */
+  private recordNorm(rec: Recorder): Promise<GPUBuffer[]> {
+    const grads = this.trainables.map((t) => ({ buffer: t.grad, n: t.n }));
+    return recordGradNormOf(this.rt, rec, grads, this.norm, this.status);
+  }
+
+  /** The global gradient norm, then AdamW on each trainable (clipped by that norm; skipped when it is not finite). */
+  private async recordUpdate(rec: Recorder, borrowed: Borrowed): Promise<void> {
+    const opt = await this.rt.compile(adamw);
+    borrowed.release.push(...(await this.recordNorm(rec)));
+    const o = this.opt;
+    const common = { lr: o.lr, beta1: o.beta1, beta2: o.beta2, eps: o.eps, step: this.step, maxNorm: o.gradClip, offset: 0 };
+    for (const t of this.trainables) {
+      const bind = { param: t.param, grad: t.grad, m: t.m, v: t.v, norm: this.norm, status: this.status };
+      rec.dispatch(opt, bind, { ...common, n: t.n, weightDecay: t.decay ? o.weightDecay : 0 });
+    }
+  }
+
+  /** Submits and gives back what the recording borrowed. */
+  private async submit(rec: Recorder, borrowed: Borrowed): Promise<void> {
+    try {
+      await rec.submit();
+    } finally {
+      for (const b of borrowed.release) this.rt.pool.release(b);
+      for (const b of borrowed.destroy) b.destroy();
+    }
+  }
+
+  /** The numerics guard on the gradient: throws naming the first non-finite tensor. */
+  private async guardGradients(gradNorm: number, nonFiniteNow: number): Promise<void> {
+    if (!nonFiniteNow && Number.isFinite(gradNorm)) return;
+    const grads = await this.readTrainables('grad');
+    const bad = this.trainables.find((t, i) => grads[i]!.some((x) => !Number.isFinite(x)));
+    throw new NumericsError(this.step, `gradient of ${bad?.name ?? 'unknown tensor'}`, gradNorm);
+  }
+
+  /**
+   * Logits (BT, V) of the training forward (with the adapters unless loraEnabled is false: the
+   * KL reference's logits from the same weights), read back: tests and scoring.
+   */
+  async forwardLogits(input: ForwardInput): Promise<Float32Array> {
+    const { rt } = this;
+    const { B, T } = input;
+    checkInput(input, this.model.vocabSize, this.model.contextLength);
+    const acts = this.acts(B, T);
+    const q = rt.device.queue;
+    q.writeBuffer(acts.tokens, 0, Uint32Array.from(input.tokens));
+    q.writeBuffer(acts.positions, 0, Uint32Array.from(input.positions ?? defaultPositions(B, T)));
+    q.writeBuffer(acts.start, 0, input.start ? Uint32Array.from(input.start) : new Uint32Array(B));
+    const rec = rt.record('decoder training forward');
+    await recordTrainForward(rt, rec, this.context(), acts);
+    const logits = rec.read(acts.logits);
+    await rec.submit();
+    return new Float32Array(await logits);
+  }
+
+  /** Each trainable's parameter or gradient, in `trainables` order (one submit). */
+  async readTrainables(what: 'param' | 'grad' | 'm' | 'v'): Promise<Float32Array[]> {
+    const rec = this.rt.record(`read ${what}`);
+    const reads = this.trainables.map((t) => rec.read(t[what], 0, t.n * 4));
+    await rec.submit();
+    return (await Promise.all(reads)).map((b) => new Float32Array(b));
+  }
+
+  /**
+   * Gradients by name: full fine-tuning in engine names (arch.ts decoderTensors; the embedding's
+   * and the head's chunks joined), LoRA by PEFT's keys (lora.ts peftKeys).
+   */
+  async readGrads(): Promise<Map<string, Float32Array>> {
+    return this.joinChunks(await this.readTrainables('grad'));
+  }
+
+  /** Parameters by name, as readGrads. */
+  async readParams(): Promise<Map<string, Float32Array>> {
+    return this.joinChunks(await this.readTrainables('param'));
+  }
+
+  private joinChunks(values: Float32Array[]): Map<string, Float32Array> {
+    const out = new Map<string, Float32Array>();
+    const parts = new Map<string, Float32Array[]>();
+    this.trainables.forEach((t, i) => {
+      const chunk = /^(embed|head)\[/.exec(t.name);
+      if (!chunk) out.set(t.name, values[i]!);
+      else parts.set(chunk[1]!, [...(parts.get(chunk[1]!) ?? []), values[i]!]);
+    });
+    for (const [name, list] of parts) {
+      const joined = new Float32Array(list.reduce((s, x) => s + x.length, 0));
+      list.reduce((off, x) => (joined.set(x, off), off + x.length), 0);
+      out.set(name, joined);
+    }
+    return out;
+  }
+
+  /** Bytes this trainer holds on the GPU now, buffer by buffer (decoderTrainMemory predicts them). */
+  memory(): DecoderTrainMemory {
+    const bytes = (bs: readonly GPUBuffer[]) => bs.reduce((s, b) => s + b.size, 0);
+    const ts = this.trainables;
+    const adapters = this.adapters ? bytes([...this.adapters.A, ...this.adapters.B]) : 0;
+    const grads = bytes(ts.map((t) => t.grad));
+    const adam = bytes(ts.flatMap((t) => [t.m, t.v]));
+    const acts = this.actsCache ? bytes(trainActBuffers(this.actsCache)) : 0;
+    const weights = this.model.weightBytes;
+    return { weights, adapters, grads, adam, acts, total: weights + adapters + grads + adam + acts };
+  }
+
+  dispose(): void {
+    if (this.actsCache) destroyTrainActs(this.actsCache);
+    this.actsCache = null;
+    const own = [...this.frozen, this.norm, this.status, this.lossSum];
+    for (const t of this.trainables) own.push(t.grad, t.m, t.v);
+    if (this.adapters) own.push(...this.adapters.A, ...this.adapters.B);
+    for (const b of own) b.destroy();
+  }
+}
+
+/** The adapters on the GPU, A and B checked against each module's shape; gradients zero. */
+function uploadAdapters(rt: GpuRuntime, l: DecoderLoraInit): GpuAdapters {
+  const r = l.rank;
+  if (l.A.length !== l.modules.length || l.B.length !== l.modules.length)
+    throw new Error(`DecoderGpuTrainer: ${l.A.length} A and ${l.B.length} B for ${l.modules.length} modules`);
+  l.modules.forEach((m, i) => {
+    if (l.A[i]!.length !== r * m.inFeatures)
+      throw new Error(
+        `DecoderGpuTrainer: ${m.path} A has ${l.A[i]!.length} values, (r, in) = (${r}, ${m.inFeatures}) needs ${r * m.inFeatures}`,
+      );
+    if (l.B[i]!.length !== m.outFeatures * r)
+      throw new Error(
+        `DecoderGpuTrainer: ${m.path} B has ${l.B[i]!.length} values, (out, r) = (${m.outFeatures}, ${r}) needs ${m.outFeatures * r}`,
+      );
+  });
+  const up = (x: ArrayLike<number>, label: string) => rt.upload(Float32Array.from(x), label);
+  return {
+    modules: l.modules,
+    rank: r,
+    scaling: l.scaling,
+    A: l.modules.map((m, i) => up(l.A[i]!, peftKeys(m).A)),
+    B: l.modules.map((m, i) => up(l.B[i]!, peftKeys(m).B)),
+    dA: l.modules.map((m) => rt.storage(r * m.inFeatures * 4, `grad ${peftKeys(m).A}`)),
+    dB: l.modules.map((m) => rt.storage(m.outFeatures * r * 4, `grad ${peftKeys(m).B}`)),
+  };
+}
