@@ -34,11 +34,13 @@ export interface DecoderTrainActs<Buf = GPUBuffer> {
   meanf: Buf; // (BT)
   rstdf: Buf; // (BT)
   logits: Buf; // (BT, V)
+  values: Buf; // (BT) the value head's output (zeros without one)
   o: Buf; // (BT, C) o_proj's / down_proj's output before the residual add
   /** per LoRA module (setLora's order): xa = inp A^T, kept for the backward */
   xa: Buf[]; // (BT, r) each
   // the loss
   dlogits: Buf; // (BT, V)
+  dvalues: Buf; // (BT)
   losses: Buf; // (BT)
   // backward scratch
   dx: Buf; // (BT, C) the residual stream's gradient, flowing down
@@ -97,9 +99,11 @@ export function buildTrainActs<Buf>(
     meanf: f(ln, 'meanf'),
     rstdf: f(BT, 'rstdf'),
     logits: f(BT * V, 'logits'),
+    values: f(BT, 'values'),
     o: f(BT * C, 'o'),
     xa: Array.from({ length: lora?.modules ?? 0 }, (_, i) => f(BT * r, `lora ${i} xa`)),
     dlogits: f(BT * V, 'dlogits'),
+    dvalues: f(BT, 'dvalues'),
     losses: f(BT, 'losses'),
     dx: f(BT * C, 'dx'),
     dh: f(BT * C, 'dh'),

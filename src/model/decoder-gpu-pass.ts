@@ -50,6 +50,8 @@ export interface TrainPassContext {
   lora: GpuAdapters | null;
   /** whether the adapters take part (false: the frozen base, the KL reference) */
   loraOn: boolean;
+  /** a scalar value head on hf (PPO's critic, DecoderCpu.addValueHead): w (1, C), b (1) and their gradients; or null */
+  valueHead: { w: GPUBuffer; b: GPUBuffer; dw: GPUBuffer; db: GPUBuffer } | null;
   /** (>= 1 float) each, stand-ins for a frozen norm's weight and bias gradients (never written) */
   frozen: readonly [GPUBuffer, GPUBuffer];
 }
@@ -240,13 +242,17 @@ export async function recordTrainForward(rt: GpuRuntime, rec: Recorder, ctx: Tra
   // logits (BT, V) = hf . head^T, one column block [v0, v0 + rows) per chunk
   for (const c of m.headTable)
     await recordMatmulForward(rt, rec, { out: s.logits, inp: s.hf, weight: c.buffer }, { M: BT, K: C, N: c.rows, ldo: V, col0: c.v0 });
+  // values (BT) = hf . value.w^T + value.b
+  const vh = ctx.valueHead;
+  if (vh) await recordMatmulForward(rt, rec, { out: s.values, inp: s.hf, weight: vh.w, bias: vh.b }, { M: BT, K: C, N: 1 });
 }
 
 /**
- * Records the backward of the last recordTrainForward on `s` from s.dlogits (BT, V): gradients
- * accumulate into ctx's buffers (zeroed once per optimizer step by the trainer). `ids` are the
- * micro-batch's tokens and positions on the CPU (the embedding's scatter-add groups them there).
- * Returns the temporaries: `release` to the pool and `destroy` after the submit.
+ * Records the backward of the last recordTrainForward on `s` from s.dlogits (BT, V), and from
+ * s.dvalues (BT) with `withValues` (the value head's): gradients accumulate into ctx's buffers
+ * (zeroed once per optimizer step by the trainer). `ids` are the micro-batch's tokens and
+ * positions on the CPU (the embedding's scatter-add groups them there). Returns the
+ * temporaries: `release` to the pool and `destroy` after the submit.
  */
 export async function recordTrainBackward(
   rt: GpuRuntime,
@@ -254,6 +260,7 @@ export async function recordTrainBackward(
   ctx: TrainPassContext,
   s: DecoderTrainActs,
   ids: PassIds,
+  withValues = false,
 ): Promise<{ release: GPUBuffer[]; destroy: GPUBuffer[] }> {
   const { model: m } = ctx;
   const a = m.arch;
@@ -272,6 +279,13 @@ export async function recordTrainBackward(
   for (const [i, c] of m.headTable.entries()) {
     const b = { dinp: s.dh, dweight: dhead?.[i] ?? null, dout: s.dlogits, inp: s.hf, weight: c.buffer };
     await recordMatmulBackward(rt, rec, b, { M: BT, K: C, N: c.rows, ldo: V, col0: c.v0 });
+  }
+  // values = hf . value.w^T + value.b (the value head trains in every mode)
+  const vh = ctx.valueHead;
+  if (withValues) {
+    if (!vh) throw new Error('recordTrainBackward: dvalues without a value head');
+    const b = { dinp: s.dh, dweight: vh.dw, dbias: vh.db, dout: s.dvalues, inp: s.hf, weight: vh.w };
+    await recordMatmulBackward(rt, rec, b, { M: BT, K: C, N: 1 });
   }
   // hf = normf(x): dx, the residual stream's gradient, flows down from here
   await normBackward(rt, rec, ctx, s.dx, s.dh, s.resid[L]!, s.meanf, s.rstdf, 'normf', BT);

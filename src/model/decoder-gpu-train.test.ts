@@ -4,8 +4,9 @@
  * (data/hf-fixtures/<name>/grads.json: masked next-token loss on a left-padded batch): the loss,
  * the gradient norm and every engine tensor's gradient (full fine-tuning, the embedding and LM
  * head in three row chunks), every adapter's gradient (LoRA, PEFT's adapters of
- * data/hf-fixtures/lora/<name>), one AdamW step against the float64 step, and a few LoRA steps
- * that lower the loss while the base stays bit for bit what it was.
+ * data/hf-fixtures/lora/<name>), one AdamW step against the float64 step, a few LoRA steps that
+ * lower the loss while the base stays bit for bit what it was, several SFT and PPO / GRPO steps
+ * against DecoderCpuTrainer, and the memory the trainer holds against decoderTrainMemory.
  *
  * Tolerance of the gradients: maxRelDiff (|a - b| / max(|b|, rms(b)), as decoder-grad.test.ts
  * measures) below 1e-4. The GPU runs in f32: each value goes through two layers of sums of at most
@@ -19,16 +20,20 @@ import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
 import { adamwRef, clipScaleRef } from '../kernels/adamw';
 import { crossEntropyRef } from '../kernels/crossentropy';
+import { logprobEntropyRef } from '../kernels/logprob';
+import { RL_STAT_FIELDS, type RlLossConfig } from '../kernels/ppo_loss_ref';
 import { maxRelDiff } from '../onnx/parity';
 import { testRuntime } from '../testing/gpu';
 import { HF_FIXTURE_NAMES, HF_FIXTURES, loadHfFixture } from '../testing/hf-fixtures';
-import { decoderTensors, type DecoderArch } from './arch';
+import { archDims, decoderTensors, type DecoderArch } from './arch';
 import { DecoderCpu } from './decoder-cpu';
 import { DecoderGpu } from './decoder-gpu';
-import { decoderTrainMemory, DecoderGpuTrainer, type DecoderBatch, type DecoderLoraInit } from './decoder-gpu-train';
+import { decoderTrainMemory, DecoderGpuTrainer, type DecoderBatch, type DecoderLoraInit, type DecoderRlBatch } from './decoder-gpu-train';
+import { DecoderCpuTrainer } from './decoder-train-cpu';
 import { loraModules, loraScaling, peftKeys } from './lora';
 import { DEFAULT_OPTIM, type OptimConfig } from './optim';
 import { readSafetensors } from './safetensors';
+import { gaussian, Rng } from '../util/random';
 
 const GRAD_TOL = 1e-4;
 
@@ -81,8 +86,8 @@ function rows(b: DecoderBatch): DecoderBatch[] {
     B: 1,
     T,
     tokens: b.tokens.slice(i * T, (i + 1) * T),
-    positions: b.positions!.slice(i * T, (i + 1) * T),
-    start: b.start!.slice(i, i + 1),
+    positions: b.positions?.slice(i * T, (i + 1) * T),
+    start: b.start?.slice(i, i + 1),
     targets: b.targets.slice(i * T, (i + 1) * T),
     mask: b.mask.slice(i * T, (i + 1) * T),
   }));
@@ -191,6 +196,29 @@ function maxAbsDiff(a: ArrayLike<number>, b: ArrayLike<number>): number {
   return m;
 }
 
+/**
+ * Parameters after `steps` Adam steps against the float64 ones, within `tol` lr, except the key
+ * bias (the k rows of qkv.b): its exact gradient is 0 (a bias on every key adds q . b_k to all of a
+ * query's scores, which the softmax ignores), so float64 gives ~1e-17 and f32 ~1e-9 of noise,
+ * which Adam, normalizing by sqrt(v) + eps with eps = 1e-8, turns into steps of up to lr. Those
+ * elements are only held to Adam's bound, steps * lr * (1 + weight decay).
+ */
+function expectParams(arch: DecoderArch, got: Map<string, Float32Array>, want: Map<string, ArrayLike<number>>, steps: number, tol: number) {
+  const { QD, KVD } = archDims(arch);
+  const lr = OPT.lr;
+  for (const [n, w] of want) {
+    const g = got.get(n)!;
+    if (!/^layers\.\d+\.qkv\.b$/.test(n)) {
+      expect(maxAbsDiff(g, w) / lr, `${n} after ${steps} steps, in lr`).toBeLessThan(tol);
+      continue;
+    }
+    const outside = (a: ArrayLike<number>) => [...Array.prototype.slice.call(a, 0, QD), ...Array.prototype.slice.call(a, QD + KVD)];
+    expect(maxAbsDiff(outside(g), outside(w)) / lr, `${n} (q, v rows) after ${steps} steps, in lr`).toBeLessThan(tol);
+    const k = (a: ArrayLike<number>) => Array.prototype.slice.call(a, QD, QD + KVD) as number[];
+    expect(maxAbsDiff(k(g), k(w)) / lr, `${n} (k rows) after ${steps} steps, in lr`).toBeLessThan(steps * 1.2);
+  }
+}
+
 describe('qwen2: the optimizer step', () => {
   const { arch, weights, batch, lora } = fixture('qwen2');
   const shapes = new Map(decoderTensors(arch).map((t) => [t.name, t.shape]));
@@ -220,8 +248,7 @@ describe('qwen2: the optimizer step', () => {
     const t = new DecoderGpuTrainer(gpu, OPT, l);
     const r = await t.trainStep(rows(batch), true);
     expect(Math.abs(r.gradNorm! - want.gradNorm) / want.gradNorm).toBeLessThan(GRAD_TOL);
-    const got = await t.readParams();
-    for (const [n, p] of ref) expect(maxAbsDiff(got.get(n)!, p) / OPT.lr, `${n} after the step, in lr`).toBeLessThan(1e-2);
+    expectParams(arch, await t.readParams(), ref, 1, 1e-2);
     t.dispose();
     gpu.dispose();
   });
@@ -277,6 +304,102 @@ describe('memory', () => {
       if (l) expect(t.memory().grads).toBe(want.adapters); // no base gradient at all
       t.dispose();
     }
+    gpu.dispose();
+  });
+});
+
+/** The batch without positions and padding, as DecoderCpuTrainer feeds its model (default positions, start 0). */
+const plain = (b: DecoderBatch): DecoderBatch => ({ B: b.B, T: b.T, tokens: b.tokens, targets: b.targets, mask: b.mask });
+
+/** ±[lo, hi): a perturbation at least `lo` from 0, so float32 differences cannot cross a clip boundary. */
+const offset = (rng: Rng, lo: number, hi: number) => (rng.next() < 0.5 ? -1 : 1) * rng.uniform(lo, hi);
+
+/**
+ * Rollout data relative to the policy `m` (as rl-step.test.ts builds it): old log-probs off by
+ * 0.05..0.12 (inside the ratio clip 0.2) or 0.3..0.5 (outside), old values likewise for the value
+ * clip, random advantages, returns and reference log-probs.
+ */
+function rlBatch(m: DecoderCpu, b: DecoderBatch, cfg: RlLossConfig, seed: number): DecoderRlBatch {
+  const rng = new Rng(seed);
+  const BT = b.B * b.T;
+  const { logits, values } = m.forward({ tokens: b.tokens, B: b.B, T: b.T });
+  const logp = new Float64Array(BT);
+  logprobEntropyRef(logp, new Float64Array(BT), logits, b.targets, BT, m.arch.vocabSize, cfg.invTemp);
+  const v = values ?? new Float64Array(BT);
+  const far = () => rng.next() < 0.4;
+  return {
+    ...b,
+    oldLogp: Float32Array.from(logp, (x) => x + (far() ? offset(rng, 0.3, 0.5) : offset(rng, 0.05, 0.12))),
+    oldValues: Float32Array.from(v, (x) => x + (far() ? offset(rng, 0.25, 0.4) : offset(rng, 0.05, 0.15))),
+    advantages: Float32Array.from({ length: BT }, () => gaussian(rng)),
+    returns: Float32Array.from(v, (x) => x + 0.5 * gaussian(rng)),
+    refLogp: Float32Array.from(logp, (x) => x + rng.uniform(-0.3, 0.3)),
+  };
+}
+
+/** The CPU trainer's parameters by name (the adapters by PEFT key, or every engine tensor; the value head). */
+function cpuParams(m: DecoderCpu): Map<string, Float64Array> {
+  return new Map(m.trainables().map((t) => [t.name, t.w]));
+}
+
+/**
+ * Several steps of the GPU trainer against DecoderCpuTrainer (moments and bias corrections past
+ * step 1): losses within 1e-4 relative and norms within 1e-3 (float32 parameters drift from the
+ * float64 ones by ~1e-3 lr a step), parameters within 1e-2 lr, as rl-step.test.ts compares the
+ * lab GPT's backends. RL: PPO with a value head on Qwen2 with LoRA; GRPO (no critic, KL in the
+ * loss) on GPT-2 with full fine-tuning.
+ */
+describe('the GPU trainer follows DecoderCpuTrainer', () => {
+  const opt = OPT;
+
+  test.each(['full', 'lora'] as const)('llama SFT, %s: three steps', async (mode) => {
+    const { arch, weights, batch, lora } = fixture('llama');
+    const l = mode === 'lora' ? lora : null;
+    const cm = new DecoderCpu(arch, weights);
+    if (l) cm.setLora(l);
+    const cpu = new DecoderCpuTrainer(cm, opt);
+    const gpu = await gpuModel(arch, weights);
+    const t = new DecoderGpuTrainer(gpu, opt, l);
+    for (let step = 1; step <= 3; step++) {
+      const c = cpu.trainStep([plain(batch)]);
+      const g = await t.trainStep(rows(plain(batch)), true);
+      expect(Math.abs(g.loss! - c.loss) / c.loss, `step ${step} loss: gpu ${g.loss} cpu ${c.loss}`).toBeLessThan(1e-4);
+      expect(Math.abs(g.gradNorm! - c.gradNorm) / c.gradNorm, `step ${step} grad norm`).toBeLessThan(1e-3);
+    }
+    expectParams(arch, await t.readParams(), cpuParams(cm), 3, 1e-2);
+    t.dispose();
+    gpu.dispose();
+  });
+
+  test.each([
+    ['qwen2', 'lora', { clip: 0.2, vclip: 0.2, vfCoef: 0.5, entCoef: 0.01, klCoef: 0.05, invTemp: 1 / 0.8 }],
+    ['gpt2', 'full', { clip: 0.2, vclip: 0, vfCoef: 0, entCoef: 0, klCoef: 0.04, invTemp: 1 }],
+  ] as const)('%s RL, %s: two steps of two micro-batches', async (name, mode, cfg) => {
+    const { arch, weights, batch, lora } = fixture(name);
+    const l = mode === 'lora' ? lora : null;
+    const ppo = cfg.vfCoef > 0;
+    const cm = new DecoderCpu(arch, weights);
+    if (l) cm.setLora(l);
+    const head = { w: Float32Array.from({ length: arch.dModel }, (_, i) => 0.05 * Math.sin(i + 1)), b: 0.1 };
+    if (ppo) cm.addValueHead(0, 0.02, head);
+    const batches = [rlBatch(cm, plain(batch), cfg, 1), rlBatch(cm, plain(batch), cfg, 2)];
+    const cpu = new DecoderCpuTrainer(cm, opt);
+    const gpu = await gpuModel(arch, weights);
+    const t = new DecoderGpuTrainer(gpu, opt, l);
+    if (ppo) t.addValueHead(head);
+    for (let step = 1; step <= 2; step++) {
+      const c = cpu.rlStep(batches, cfg);
+      const g = await t.rlStep(batches, cfg, true);
+      expect(c.sums.clipped).toBeGreaterThan(0); // both sides of the ratio clip are exercised
+      expect(c.sums.clipped).toBeLessThan(c.sums.tokens);
+      for (const k of RL_STAT_FIELDS) {
+        const [gv, cv] = [g.sums![k], c.sums[k]];
+        expect(Math.abs(gv - cv), `step ${step} ${k}: gpu ${gv} cpu ${cv}`).toBeLessThan(1e-3 * Math.abs(cv) + 1e-5 * c.sums.tokens);
+      }
+      expect(Math.abs(g.gradNorm! - c.gradNorm) / c.gradNorm, `step ${step} grad norm`).toBeLessThan(1e-3);
+    }
+    expectParams(arch, await t.readParams(), cpuParams(cm), 2, 1e-2);
+    t.dispose();
     gpu.dispose();
   });
 });

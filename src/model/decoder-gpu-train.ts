@@ -18,6 +18,9 @@ import type { GpuRuntime } from '../gpu/runtime';
 import { adamw, GRAD_STATUS_WORDS, recordGradNormOf, STATUS_NONFINITE_NOW } from '../kernels/adamw';
 import { GQA_TRAIN_MAX_HS } from '../kernels/attention_gqa_train';
 import { crossEntropy } from '../kernels/crossentropy';
+import { logprobBackward, logprobForward } from '../kernels/logprob';
+import { DTOK_FIELDS, packRollout, plane, planeStride, ppoLoss, PPO_STATS } from '../kernels/ppo_loss';
+import { RL_ROLLOUT_FIELDS, RL_STAT_FIELDS, validateRlLossConfig, type RlLossConfig, type RlLossSums } from '../kernels/ppo_loss_ref';
 import { recordSum } from '../kernels/reduce_sum';
 import { accumulate } from '../kernels/residual';
 import { archParameterCount, decoderTensors, type DecoderArch } from './arch';
@@ -25,9 +28,9 @@ import { checkInput, defaultPositions, type ForwardInput } from './cpu';
 import type { DecoderGpu } from './decoder-gpu';
 import { allocTrainActs, decoderTrainActFloats, destroyTrainActs, trainActBuffers, type DecoderTrainActs } from './decoder-gpu-acts';
 import { recordTrainBackward, recordTrainForward, type GpuAdapters, type PassIds, type TrainPassContext } from './decoder-gpu-pass';
-import type { GpuStepResult } from './gpu-train';
+import type { GpuRlStepResult, GpuStepResult } from './gpu-train';
 import { peftKeys, type LoraModule } from './lora';
-import { lossTokens, NumericsError, type OptimConfig, type TokenBatch } from './optim';
+import { lossTokens, NumericsError, type OptimConfig, type RlBatch, type TokenBatch } from './optim';
 
 /** A micro-batch for the decoder: a TokenBatch with the positions and left padding of a Hugging Face batch. */
 export interface DecoderBatch extends TokenBatch {
@@ -36,6 +39,14 @@ export interface DecoderBatch extends TokenBatch {
   /** (B) left padding: the first real position of each row (default 0) */
   start?: Uint32Array<ArrayBuffer>;
 }
+
+/** A minibatch for the PPO / GRPO step: a DecoderBatch with the per-token rollout data (kernels/ppo_loss_ref.ts). */
+export interface DecoderRlBatch extends DecoderBatch, Omit<RlBatch, keyof TokenBatch> {}
+
+/** Layout of the RL report buffer: the loss sums, then the grad norm and status, read in one go. */
+const RL_NORM = PPO_STATS; // f32
+const RL_STATUS = RL_NORM + 1; // GRAD_STATUS_WORDS u32
+const RL_REPORT_WORDS = RL_STATUS + GRAD_STATUS_WORDS;
 
 /** LoRA adapters to train (lora.ts loraModules; A (r, in), B (out, r) per module in that order, as PEFT stores them). */
 export interface DecoderLoraInit {
@@ -66,6 +77,8 @@ export interface DecoderTrainMemory {
   weights: number;
   /** the adapters' parameters (0 with full fine-tuning: the weights are the parameters) */
   adapters: number;
+  /** the value head's parameters (PPO's critic; 0 without one) */
+  valueHead: number;
   /** one gradient per trainable value */
   grads: number;
   /** AdamW's two moments per trainable value */
@@ -88,12 +101,14 @@ export function decoderTrainMemory(
   B: number,
   T: number,
   lora: { modules: readonly LoraModule[]; rank: number } | null,
+  withValueHead = false,
 ): DecoderTrainMemory {
   const weights = archParameterCount(arch) * 4;
   const adapters = lora ? adapterFloats(lora.modules, lora.rank) * 4 : 0;
-  const grads = lora ? adapters : weights;
+  const valueHead = withValueHead ? (arch.dModel + 1) * 4 : 0;
+  const grads = (lora ? adapters : weights) + valueHead;
   const acts = decoderTrainActFloats(arch, B, T, lora && { modules: lora.modules.length, rank: lora.rank }) * 4;
-  return { weights, adapters, grads, adam: 2 * grads, acts, total: weights + adapters + 3 * grads + acts };
+  return { weights, adapters, valueHead, grads, adam: 2 * grads, acts, total: weights + adapters + valueHead + 3 * grads + acts };
 }
 
 /** Buffers a recording borrowed: pooled ones go back to the pool after the submit, others are destroyed. */
@@ -104,8 +119,6 @@ interface Borrowed {
 
 export class DecoderGpuTrainer {
   readonly rt: GpuRuntime;
-  /** what the optimizer updates: every tensor (full fine-tuning) or the adapters (LoRA) */
-  readonly trainables: readonly DecoderTrainable[];
   /** whether the forward adds the adapters (false: the frozen base, the KL reference) */
   loraEnabled = true;
   /** optimizer steps taken */
@@ -114,10 +127,13 @@ export class DecoderGpuTrainer {
   private readonly embedGrads: GPUBuffer[] | null = null;
   private readonly headGrads: GPUBuffer[] | null = null;
   private readonly adapters: GpuAdapters | null = null;
+  private readonly list: DecoderTrainable[] = [];
+  private valueHead: TrainPassContext['valueHead'] = null;
   private readonly frozen: [GPUBuffer, GPUBuffer];
   private readonly norm: GPUBuffer; // (1) global grad norm
   private readonly status: GPUBuffer; // (GRAD_STATUS_WORDS) u32
   private readonly lossSum: GPUBuffer; // (1) summed loss of the step
+  private readonly rlReport: GPUBuffer; // (RL_REPORT_WORDS) RL loss sums (6), grad norm, status (4)
   private actsCache: DecoderTrainActs | null = null;
 
   constructor(
@@ -130,11 +146,8 @@ export class DecoderGpuTrainer {
     if (a.headDim > GQA_TRAIN_MAX_HS)
       throw new Error(`DecoderGpuTrainer: head size ${a.headDim} exceeds the ${GQA_TRAIN_MAX_HS} the training attention serves`);
     const f32 = (n: number, label: string) => rt.storage(n * 4, label);
-    const out: DecoderTrainable[] = [];
-    const add = (name: string, param: GPUBuffer, n: number, decay: boolean, grad = f32(n, `grad ${name}`)) => {
-      out.push({ name, param, grad, m: f32(n, `adam m ${name}`), v: f32(n, `adam v ${name}`), n, decay });
-      return grad;
-    };
+    const add = (name: string, param: GPUBuffer, n: number, decay: boolean, grad?: GPUBuffer) =>
+      this.addTrainable(name, param, n, decay, grad);
     if (lora) {
       this.adapters = uploadAdapters(rt, lora);
       const ad = this.adapters;
@@ -155,11 +168,36 @@ export class DecoderGpuTrainer {
         this.gradByName.set(t.name, add(t.name, model.tensor(t.name), n, t.shape.length === 2));
       }
     }
-    this.trainables = out;
     this.frozen = [f32(1, 'frozen norm weight grad (unused)'), f32(1, 'frozen norm bias grad (unused)')];
     this.norm = f32(1, 'grad norm');
     this.status = f32(GRAD_STATUS_WORDS, 'grad status');
     this.lossSum = f32(1, 'loss sum');
+    this.rlReport = f32(RL_REPORT_WORDS, 'rl report');
+  }
+
+  /** What the optimizer updates: every tensor (full fine-tuning) or the adapters (LoRA); the value head's two tensors last. */
+  get trainables(): readonly DecoderTrainable[] {
+    return this.list;
+  }
+
+  private addTrainable(name: string, param: GPUBuffer, n: number, decay: boolean, grad?: GPUBuffer): GPUBuffer {
+    const f32 = (label: string) => this.rt.storage(n * 4, label);
+    const g = grad ?? f32(`grad ${name}`);
+    this.list.push({ name, param, grad: g, m: f32(`adam m ${name}`), v: f32(`adam v ${name}`), n, decay });
+    return g;
+  }
+
+  /**
+   * Adds a scalar value head on the final norm's output (PPO's critic, as DecoderCpu.addValueHead):
+   * values = hf . w^T + b, w (1, C), trained in every mode (weight decay on w, not b), before the first step.
+   */
+  addValueHead(init: { w: ArrayLike<number>; b: number }): void {
+    const C = this.model.arch.dModel;
+    if (this.valueHead) throw new Error('DecoderGpuTrainer.addValueHead: the model has one already');
+    if (init.w.length !== C) throw new Error(`DecoderGpuTrainer.addValueHead: ${init.w.length} weights for d_model ${C}`);
+    const w = this.rt.upload(Float32Array.from(init.w), 'value.w');
+    const b = this.rt.upload(Float32Array.of(init.b), 'value.b');
+    this.valueHead = { w, b, dw: this.addTrainable('value.w', w, C, true), db: this.addTrainable('value.b', b, 1, false) };
   }
 
   /** The adapters' modules, or null (full fine-tuning). */
@@ -185,6 +223,7 @@ export class DecoderGpuTrainer {
       chunkGrads: (which) => (which === 'embed' ? this.embedGrads : this.headGrads),
       lora: this.adapters,
       loraOn: this.loraEnabled,
+      valueHead: this.valueHead,
       frozen: this.frozen,
     };
   }
@@ -209,7 +248,7 @@ export class DecoderGpuTrainer {
   private async run(what: string, batches: DecoderBatch[], read: boolean, update: boolean, profile: boolean): Promise<GpuStepResult> {
     const { rt } = this;
     const V = this.model.vocabSize;
-    const tokens = this.checkBatches(what, batches);
+    const tokens = this.checkBatches(what, batches, []);
     const [ce, acc] = await Promise.all([
       rt.compile(withConstants(crossEntropy, { workgroupSize: [rowWorkgroup(V, 8)] })),
       rt.compile(accumulate),
@@ -217,24 +256,17 @@ export class DecoderGpuTrainer {
     if (update) this.step++;
     const rec = rt.record(`decoder ${what} ${this.step}`, { profile });
     const borrowed: Borrowed = { release: [], destroy: [] };
-    for (const t of this.trainables) rec.clear(t.grad);
     rec.clear(this.lossSum);
-    const ctx = this.context();
-    for (const b of batches) {
-      const BT = b.B * b.T;
-      const { acts, ids } = this.stageInputs(rec, b, borrowed);
-      await recordTrainForward(rt, rec, ctx, acts);
+    // losses (BT), dlogits (BT, V) = masked cross-entropy, scaled by 1 / the step's loss tokens
+    await this.recordMicroBatches(rec, batches, false, borrowed, async (acts) => {
+      const BT = acts.B * acts.T;
       const ceBufs = { logits: acts.logits, targets: acts.targets, mask: acts.mask, losses: acts.losses, dlogits: acts.dlogits };
       rec.dispatch(ce, ceBufs, { BT, V, scale: 1 / tokens, writeGrad: true });
-      const back = await recordTrainBackward(rt, rec, ctx, acts, ids);
-      borrowed.release.push(...back.release);
-      borrowed.destroy.push(...back.destroy);
-      if (read) {
-        const { result, temporaries } = await recordSum(rt, rec, acts.losses, BT);
-        rec.dispatch(acc, { dst: this.lossSum, src: { buffer: result, offset: 0, size: 4 } }, { n: 1 });
-        borrowed.release.push(result, ...temporaries);
-      }
-    }
+      if (!read) return;
+      const { result, temporaries } = await recordSum(rt, rec, acts.losses, BT);
+      rec.dispatch(acc, { dst: this.lossSum, src: { buffer: result, offset: 0, size: 4 } }, { n: 1 });
+      borrowed.release.push(result, ...temporaries);
+    });
     if (update) await this.recordUpdate(rec, borrowed);
     else if (read) borrowed.release.push(...(await this.recordNorm(rec)));
     const lossP = read ? rec.read(this.lossSum) : null;
@@ -249,12 +281,105 @@ export class DecoderGpuTrainer {
     return { loss, gradNorm, tokens };
   }
 
-  /** Checks the micro-batches (one shape; ids, positions and padding as the forward checks them); returns the loss tokens. */
-  private checkBatches(what: string, batches: DecoderBatch[]): number {
+  /**
+   * One PPO / GRPO optimizer step over the micro-batches, in one submit, as GpuTrainer.rlStep:
+   * per micro-batch the forward; log-probs and entropies at the sampling temperature; the loss's
+   * per-token derivatives and statistics (ppo_loss); their backward into dlogits; the model's
+   * backward (and the value head's, when there is one: without it the values are zeros and the
+   * value loss has no gradient, as on the CPU). Then the global gradient norm and AdamW. With
+   * `read` the loss sums and the gradient norm come back in one readback and are checked.
+   */
+  async rlStep(batches: DecoderRlBatch[], cfg: RlLossConfig, read: boolean, profile = false): Promise<GpuRlStepResult> {
+    const { rt } = this;
+    validateRlLossConfig(cfg);
+    const tokens = this.checkBatches('rlStep', batches, RL_ROLLOUT_FIELDS);
+    const BT = batches[0]!.B * batches[0]!.T;
+    const S = planeStride(BT, rt.limits);
+    const rollouts = batches.map((b) => packRollout(b, BT, S)); // (5, S) each
+    const wg = { workgroupSize: [rowWorkgroup(this.model.vocabSize, 8)] as const };
+    const [lpFwd, lpBwd, ppo] = await Promise.all([
+      rt.compile(withConstants(logprobForward, wg)),
+      rt.compile(withConstants(logprobBackward, wg)),
+      rt.compile(ppoLoss),
+    ]);
+    this.step++;
+    const rec = rt.record(`decoder rl step ${this.step}`, { profile });
+    const borrowed: Borrowed = { release: [], destroy: [] };
+    rec.clear(this.rlReport);
+    const usage = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST;
+    const lp = { BT, V: this.model.vocabSize, invTemp: cfg.invTemp };
+    await this.recordMicroBatches(rec, batches, !!this.valueHead, borrowed, async (acts, i) => {
+      const rollout = rt.pool.acquire(rollouts[i]!.byteLength, usage, 'rl rollout'); // (5, S)
+      rt.device.queue.writeBuffer(rollout, 0, rollouts[i]!);
+      const logp = rt.pool.acquire(BT * 4, usage, 'rl logp'); // (BT)
+      const entropy = rt.pool.acquire(BT * 4, usage, 'rl entropy'); // (BT)
+      const dtok = rt.pool.acquire(DTOK_FIELDS.length * S * 4, usage, 'rl dlogp, dentropy'); // (2, S)
+      borrowed.release.push(rollout, logp, entropy, dtok);
+      const sums = { buffer: this.rlReport, offset: 0, size: PPO_STATS * 4 };
+      rec.dispatch(lpFwd, { logits: acts.logits, targets: acts.targets, logp, entropy }, lp);
+      const ppoBufs = { logp, entropy, values: acts.values, mask: acts.mask, rollout, dtok, dvalue: acts.dvalues, sums };
+      rec.dispatch(ppo, ppoBufs, { ...cfg, n: BT, stride: S, scale: 1 / tokens });
+      const dlogp = plane(dtok, 0, BT, S);
+      const dentropy = plane(dtok, 1, BT, S);
+      rec.dispatch(lpBwd, { logits: acts.logits, targets: acts.targets, dlogp, dentropy, dlogits: acts.dlogits }, lp);
+    });
+    await this.recordUpdate(rec, borrowed);
+    let reportP: Promise<ArrayBuffer> | null = null;
+    if (read) {
+      rec.copy(this.norm, 0, this.rlReport, RL_NORM * 4, 4);
+      rec.copy(this.status, 0, this.rlReport, RL_STATUS * 4, GRAD_STATUS_WORDS * 4);
+      reportP = rec.read(this.rlReport);
+    }
+    await this.submit(rec, borrowed);
+    if (!reportP) return { tokens };
+    const report = await reportP;
+    const f = new Float32Array(report);
+    const sums: RlLossSums = { tokens, policyLoss: 0, valueLoss: 0, entropy: 0, kl: 0, approxKl: 0, clipped: 0 };
+    RL_STAT_FIELDS.forEach((k, j) => (sums[k] = f[j]!));
+    for (const k of ['policyLoss', 'valueLoss', 'entropy'] as const)
+      if (!Number.isFinite(sums[k])) throw new NumericsError(this.step, k, sums[k]);
+    const gradNorm = f[RL_NORM]!;
+    await this.guardGradients(gradNorm, new Uint32Array(report)[RL_STATUS + STATUS_NONFINITE_NOW]!);
+    return { sums, gradNorm, tokens };
+  }
+
+  /**
+   * Records every micro-batch's staged inputs, training forward, loss (`loss`: from acts.logits
+   * and acts.values to acts.dlogits and acts.dvalues) and backward, after zeroing the gradients.
+   */
+  private async recordMicroBatches(
+    rec: Recorder,
+    batches: readonly DecoderBatch[],
+    withValues: boolean,
+    borrowed: Borrowed,
+    loss: (acts: DecoderTrainActs, i: number) => Promise<void>,
+  ): Promise<void> {
+    const ctx = this.context();
+    for (const t of this.list) rec.clear(t.grad);
+    for (const [i, b] of batches.entries()) {
+      const { acts, ids } = this.stageInputs(rec, b, borrowed);
+      await recordTrainForward(this.rt, rec, ctx, acts);
+      await loss(acts, i);
+      const back = await recordTrainBackward(this.rt, rec, ctx, acts, ids, withValues);
+      borrowed.release.push(...back.release);
+      borrowed.destroy.push(...back.destroy);
+    }
+  }
+
+  /**
+   * Checks the micro-batches (one shape; B * T values in each field, `fields` included; ids,
+   * positions and padding as the forward checks them; counted targets in the vocabulary) and
+   * returns the loss tokens (the masks' sum).
+   */
+  private checkBatches<K extends string>(
+    what: string,
+    batches: readonly (DecoderBatch & Record<K, ArrayLike<number>>)[],
+    fields: readonly K[],
+  ): number {
     const first = batches[0];
     if (first && batches.some((b) => b.B !== first.B || b.T !== first.T))
       throw new Error(`${what}: micro-batches must share one shape (B, T)`);
-    const tokens = lossTokens(what, batches, []);
+    const tokens = lossTokens(what, batches, fields);
     const V = this.model.vocabSize;
     batches.forEach((b, i) => {
       checkInput(b, V, this.model.contextLength);
@@ -294,7 +419,7 @@ export class DecoderGpuTrainer {
 
   /** The global gradient norm over every trainable (into `norm`, `status`); returns pooled temporaries. */
   private recordNorm(rec: Recorder): Promise<GPUBuffer[]> {
-    const grads = this.trainables.map((t) => ({ buffer: t.grad, n: t.n }));
+    const grads = this.list.map((t) => ({ buffer: t.grad, n: t.n }));
     return recordGradNormOf(this.rt, rec, grads, this.norm, this.status);
   }
 
@@ -394,15 +519,18 @@ export class DecoderGpuTrainer {
     const adam = bytes(ts.flatMap((t) => [t.m, t.v]));
     const acts = this.actsCache ? bytes(trainActBuffers(this.actsCache)) : 0;
     const weights = this.model.weightBytes;
-    return { weights, adapters, grads, adam, acts, total: weights + adapters + grads + adam + acts };
+    const vh = this.valueHead;
+    const valueHead = vh ? bytes([vh.w, vh.b]) : 0;
+    return { weights, adapters, valueHead, grads, adam, acts, total: weights + adapters + valueHead + grads + adam + acts };
   }
 
   dispose(): void {
     if (this.actsCache) destroyTrainActs(this.actsCache);
     this.actsCache = null;
-    const own = [...this.frozen, this.norm, this.status, this.lossSum];
-    for (const t of this.trainables) own.push(t.grad, t.m, t.v);
+    const own = [...this.frozen, this.norm, this.status, this.lossSum, this.rlReport];
+    for (const t of this.list) own.push(t.grad, t.m, t.v);
     if (this.adapters) own.push(...this.adapters.A, ...this.adapters.B);
+    if (this.valueHead) own.push(this.valueHead.w, this.valueHead.b);
     for (const b of own) b.destroy();
   }
 }
