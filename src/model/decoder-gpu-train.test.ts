@@ -26,10 +26,12 @@ import { maxRelDiff } from '../onnx/parity';
 import { testRuntime } from '../testing/gpu';
 import { HF_FIXTURE_NAMES, HF_FIXTURES, loadHfFixture } from '../testing/hf-fixtures';
 import { archDims, decoderTensors, type DecoderArch } from './arch';
+import { cpuGenerateOn } from './cpu-generate';
 import { DecoderCpu } from './decoder-cpu';
 import { DecoderGpu } from './decoder-gpu';
 import { decoderTrainMemory, DecoderGpuTrainer, type DecoderBatch, type DecoderLoraInit, type DecoderRlBatch } from './decoder-gpu-train';
 import { DecoderCpuTrainer } from './decoder-train-cpu';
+import { generateOn } from './generate';
 import { loraModules, loraScaling, peftKeys } from './lora';
 import { DEFAULT_OPTIM, type OptimConfig } from './optim';
 import { readSafetensors } from './safetensors';
@@ -46,7 +48,7 @@ interface Batch {
 
 /** The fixture: weights, the batch of grads.json as one DecoderBatch, PEFT's adapters. */
 function fixture(name: string) {
-  const { arch, weights } = loadHfFixture(name);
+  const { arch, weights, expected } = loadHfFixture(name);
   const dir = join(HF_FIXTURES, name);
   const b = (JSON.parse(readFileSync(join(dir, 'grads.json'), 'utf8')) as { batch: Batch }).batch;
   const [B, T] = [b.input_ids.length, b.input_ids[0]!.length];
@@ -76,7 +78,7 @@ function fixture(name: string) {
     A: modules.map((m) => adapter.get(peftKeys(m).A)!.data),
     B: modules.map((m) => adapter.get(peftKeys(m).B)!.data),
   };
-  return { arch, weights, batch, lora };
+  return { arch, weights, batch, lora, expected };
 }
 
 /** The batch's rows as micro-batches of one sequence each. */
@@ -128,7 +130,7 @@ async function gpuModel(arch: DecoderArch, weights: Map<string, Float32Array>): 
 const OPT: OptimConfig = { ...DEFAULT_OPTIM, lr: 1e-3, weightDecay: 0.1, gradClip: 1 };
 
 describe.each(HF_FIXTURE_NAMES)('%s: GPU gradients equal the float64 reference', (name) => {
-  const { arch, weights, batch, lora } = fixture(name);
+  const { arch, weights, batch, lora, expected } = fixture(name);
 
   test('full fine-tuning: the loss, the norm and every engine tensor, over two micro-batches', async () => {
     const want = cpuGrads(arch, weights, batch, null);
@@ -148,7 +150,7 @@ describe.each(HF_FIXTURE_NAMES)('%s: GPU gradients equal the float64 reference',
     gpu.dispose();
   });
 
-  test('LoRA: every A and B; the base has no gradient buffer; adapters off give the base logits', async () => {
+  test('LoRA: every A and B; no base gradient buffer; sampling runs the adapters, and the base with them off', async () => {
     const want = cpuGrads(arch, weights, batch, lora);
     const gpu = await gpuModel(arch, weights);
     const t = new DecoderGpuTrainer(gpu, OPT, lora);
@@ -158,15 +160,25 @@ describe.each(HF_FIXTURE_NAMES)('%s: GPU gradients equal the float64 reference',
     expect(Math.abs(r.gradNorm! - want.gradNorm) / want.gradNorm).toBeLessThan(GRAD_TOL);
     const got = await t.readGrads();
     for (const [n, g] of want.grads) expect(maxRelDiff(got.get(n)!, g), `gradient of ${n}`).toBeLessThan(GRAD_TOL);
+    // the adapted logits: the training forward and the inference forward (DecoderGpu.linearHook)
     const input = { tokens: batch.tokens, positions: batch.positions, start: batch.start, B: batch.B, T: batch.T };
-    const adapted = await t.forwardLogits(input);
+    const cpuLora = want.model.forward(input).logits;
+    expect(maxRelDiff(await t.forwardLogits(input), cpuLora), 'training forward').toBeLessThan(1e-4);
+    expect(maxRelDiff(await gpu.forward(input), cpuLora), 'inference forward').toBeLessThan(1e-4);
+    // greedy decoding with a KV cache, prefill then one token at a time: the CPU's ids
+    const prompts = expected.greedy.prompts.map((q) => q.input_ids);
+    const opts = { maxNewTokens: expected.greedy.max_new_tokens, temperature: 0, seed: 1 };
+    const adaptedIds = cpuGenerateOn(want.model, prompts, opts).tokens;
+    const baseIds = expected.greedy.prompts.map((q) => q.generated_ids);
+    expect(adaptedIds).not.toEqual(baseIds); // the adapters change what greedy decoding picks
+    expect((await generateOn(gpu, prompts, opts)).tokens).toEqual(adaptedIds);
+    // adapters off: the base model from the same weights (the KL reference)
     t.loraEnabled = false;
-    const base = await t.forwardLogits(input);
-    const inference = await gpu.forward(input);
     const cpuBase = new DecoderCpu(arch, weights).forward(input).logits;
-    expect(maxRelDiff(base, cpuBase)).toBeLessThan(1e-4);
-    expect(maxRelDiff(inference, cpuBase)).toBeLessThan(1e-4);
-    expect(maxRelDiff(adapted, cpuBase)).toBeGreaterThan(1e-2); // the adapters do change the logits
+    expect(maxRelDiff(cpuLora, cpuBase)).toBeGreaterThan(1e-2); // the adapters do change the logits
+    expect(maxRelDiff(await t.forwardLogits(input), cpuBase), 'training forward, adapters off').toBeLessThan(1e-4);
+    expect(maxRelDiff(await gpu.forward(input), cpuBase), 'inference forward, adapters off').toBeLessThan(1e-4);
+    expect((await generateOn(gpu, prompts, opts)).tokens).toEqual(baseIds);
     t.dispose();
     gpu.dispose();
   });

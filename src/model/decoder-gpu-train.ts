@@ -19,6 +19,7 @@ import { adamw, GRAD_STATUS_WORDS, recordGradNormOf, STATUS_NONFINITE_NOW } from
 import { GQA_TRAIN_MAX_HS } from '../kernels/attention_gqa_train';
 import { crossEntropy } from '../kernels/crossentropy';
 import { logprobBackward, logprobForward } from '../kernels/logprob';
+import { recordLoraForward } from '../kernels/lora_linear';
 import { DTOK_FIELDS, packRollout, plane, planeStride, ppoLoss, PPO_STATS } from '../kernels/ppo_loss';
 import { RL_ROLLOUT_FIELDS, RL_STAT_FIELDS, validateRlLossConfig, type RlLossConfig, type RlLossSums } from '../kernels/ppo_loss_ref';
 import { recordSum } from '../kernels/reduce_sum';
@@ -135,6 +136,8 @@ export class DecoderGpuTrainer {
   private readonly lossSum: GPUBuffer; // (1) summed loss of the step
   private readonly rlReport: GPUBuffer; // (RL_REPORT_WORDS) RL loss sums (6), grad norm, status (4)
   private actsCache: DecoderTrainActs | null = null;
+  /** (M, r) xa of the adapters in DecoderGpu.recordForward, grown on demand; outgrown ones kept until dispose (a recording may hold them) */
+  private samplingXa: GPUBuffer[] = [];
 
   constructor(
     readonly model: DecoderGpu,
@@ -149,7 +152,9 @@ export class DecoderGpuTrainer {
     const add = (name: string, param: GPUBuffer, n: number, decay: boolean, grad?: GPUBuffer) =>
       this.addTrainable(name, param, n, decay, grad);
     if (lora) {
+      if (model.linearHook) throw new Error('DecoderGpuTrainer: the model already runs adapters (another trainer holds its linearHook)');
       this.adapters = uploadAdapters(rt, lora);
+      model.linearHook = this.samplingHook;
       const ad = this.adapters;
       lora.modules.forEach((m, i) => {
         const k = peftKeys(m);
@@ -209,11 +214,38 @@ export class DecoderGpuTrainer {
   acts(B: number, T: number): DecoderTrainActs {
     const c = this.actsCache;
     if (c && c.B === B && c.T === T) return c;
+    const V = this.model.vocabSize;
+    const max = this.rt.limits.maxStorageBufferBindingSize;
+    if (B * T * V * 4 > max)
+      throw new Error(
+        `DecoderGpuTrainer: logits of B * T = ${B * T} rows of ${V} need ${B * T * V * 4} bytes, over one storage binding (${max}): use smaller micro-batches`,
+      );
     if (c) destroyTrainActs(c);
     const l = this.adapters;
     this.actsCache = allocTrainActs(this.rt, this.model.arch, B, T, l && { modules: l.modules.length, rank: l.rank });
     return this.actsCache;
   }
+
+  /**
+   * DecoderGpu.linearHook with LoRA: the adapters on `weight` add to the inference forward's
+   * output, so sampling (generate.ts on the DecoderGpu) runs the adapted policy, and the base
+   * again while loraEnabled is false, as the training forward does.
+   */
+  private readonly samplingHook = async (rec: Recorder, weight: string, out: GPUBuffer, inp: GPUBuffer, M: number): Promise<void> => {
+    const l = this.adapters;
+    if (!l || !this.loraEnabled) return;
+    const Ntot = decoderTensors(this.model.arch).find((t) => t.name === weight)!.shape[0]!;
+    let xa = this.samplingXa.at(-1);
+    if (!xa || xa.size < M * l.rank * 4) {
+      xa = this.rt.storage(Math.max(M * l.rank * 4, 2 * (xa?.size ?? 0)), 'lora xa (sampling)'); // bytes
+      this.samplingXa.push(xa);
+    }
+    for (const [i, m] of l.modules.entries()) {
+      if (m.engine !== weight) continue;
+      const p = { M, K: m.inFeatures, r: l.rank, N: m.outFeatures, ldo: Ntot, col0: m.rows[0], scale: l.scaling };
+      await recordLoraForward(this.rt, rec, { out, inp, A: l.A[i]!, B: l.B[i]!, xa }, p);
+    }
+  };
 
   /** What the passes record against (decoder-gpu-pass.ts). */
   private context(): TrainPassContext {
@@ -525,6 +557,8 @@ export class DecoderGpuTrainer {
   }
 
   dispose(): void {
+    if (this.model.linearHook === this.samplingHook) this.model.linearHook = null;
+    for (const b of this.samplingXa) b.destroy();
     if (this.actsCache) destroyTrainActs(this.actsCache);
     this.actsCache = null;
     const own = [...this.frozen, this.norm, this.status, this.lossSum, this.rlReport];

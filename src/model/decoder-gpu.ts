@@ -13,14 +13,16 @@
  *
  * Every forward reads and extends a KV cache, (B, NKV, Tmax, HS) per layer and for k and v; a
  * forward without one (forward(), scoring) uses a cache of its own T rows. Activations are reused
- * in place (the residual stream accumulates): this is the inference path; the training path of
- * the next issue keeps per-layer activations as the lab model does (gpu-acts.ts).
+ * in place (the residual stream accumulates): this is the inference path; the training path
+ * (decoder-gpu-train.ts, decoder-gpu-pass.ts) keeps per-layer activations, and its LoRA adapters
+ * join this forward through linearHook, so sampling runs the adapted policy.
  * Shape legend: arch.ts.
  */
 import type { BufferBinding, Recorder } from '../gpu/recorder';
 import type { GpuRuntime } from '../gpu/runtime';
 import { attentionGqaScratchFloats, GQA_MAX_SPLITS, kvWriteGqa, recordAttentionGqa } from '../kernels/attention_gqa';
 import { gatherRowChunks, gatherRows } from '../kernels/gather_rows';
+import { geluForward } from '../kernels/gelu';
 import { layernormForward, layernormWorkgroup } from '../kernels/layernorm';
 import { recordMatmulForward } from '../kernels/matmul';
 import { accumulate } from '../kernels/residual';
@@ -48,7 +50,7 @@ export interface DecoderStep extends StepBuffers {
   atty: GPUBuffer; // (BT, QD)
   o: GPUBuffer; // (BT, C) o_proj / down_proj output before the residual add
   u: GPUBuffer; // (BT, 2F) gate|up, or (BT, F) GELU's output
-  act: GPUBuffer; // (BT, F) SwiGLU's output (GPT-2: unused)
+  act: GPUBuffer; // (BT, F) SwiGLU's output (GPT-2: GELU's, only with a linearHook; else unused)
   last: GPUBuffer; // (B, C) each row's last position, with lastOnly
   lastIdx: GPUBuffer; // (B) u32: b*T + T - 1
   hf: GPUBuffer; // (rows, C) the final norm's output, rows = B with lastOnly else BT
@@ -71,6 +73,13 @@ export interface DecoderGpuOptions {
   embedChunkBytes?: number;
 }
 
+/**
+ * Called after each linear layer's matmul in recordForward: `out` (M, N) = `inp` (M, K) . W^T + b
+ * for the engine weight named `weight`, before anything reads it (GELU included). LoRA adds its
+ * adapters' rows there (DecoderGpuTrainer sets it), so sampling runs the adapted policy.
+ */
+export type DecoderLinearHook = (rec: Recorder, weight: string, out: GPUBuffer, inp: GPUBuffer, M: number) => Promise<void>;
+
 /** Default context when the config allows more (Qwen2's 32768 would make large rope tables and caches for nothing). */
 export const DEFAULT_DECODER_CONTEXT = 4096;
 
@@ -85,6 +94,12 @@ export class DecoderGpu implements GpuDecoder<DecoderGpuCache, DecoderStep> {
   private readonly maxBinding: number;
   /** bytes of weights held on the GPU */
   readonly weightBytes: number;
+  /**
+   * null (the default): the base model alone. Set (LoRA adapters, decoder-gpu-train.ts): called
+   * after every linear layer of recordForward; GPT-2's GELU then runs apart from its matmul (on
+   * the adapted pre-activation) and steps allocated meanwhile keep its output (BT, F).
+   */
+  linearHook: DecoderLinearHook | null = null;
   /** how many row chunks the embedding is stored in */
   get embedChunks(): number {
     return this.embed.length;
@@ -213,7 +228,7 @@ export class DecoderGpu implements GpuDecoder<DecoderGpuCache, DecoderStep> {
       atty: f(BT * QD, 'atty'),
       o: f(BT * C, 'o'),
       u: f(BT * up, 'mlp up'),
-      act: f(this.arch.mlp === 'swiglu' ? BT * F : 1, 'mlp act'),
+      act: f(this.arch.mlp === 'swiglu' || this.linearHook ? BT * F : 1, 'mlp act'),
       last: f(B * C, 'last rows'),
       lastIdx: this.rt.upload(idx, 'last row index'),
       hf: f(rows * C, 'final norm'),
@@ -242,7 +257,7 @@ export class DecoderGpu implements GpuDecoder<DecoderGpuCache, DecoderStep> {
     const { rt } = this;
     const C = this.arch.dModel;
     const rmsnorm = this.arch.norm.kind === 'rmsnorm';
-    const [gather, rms, ln, add, kvWrite, ropeK, swiglu] = await Promise.all([
+    const [gather, rms, ln, add, kvWrite, ropeK, swiglu, gelu] = await Promise.all([
       rt.compile(gatherRows),
       rmsnorm ? rt.compile(rmsnormForward(rmsnormWorkgroup(C))) : null,
       rmsnorm ? null : rt.compile(layernormForward(layernormWorkgroup(C))),
@@ -250,8 +265,9 @@ export class DecoderGpu implements GpuDecoder<DecoderGpuCache, DecoderStep> {
       rt.compile(kvWriteGqa),
       rt.compile(rope),
       rt.compile(swigluForward),
+      rt.compile(geluForward),
     ]);
-    return { gather, rms, ln, add, kvWrite, rope: ropeK, swiglu };
+    return { gather, rms, ln, add, kvWrite, rope: ropeK, swiglu, gelu };
   }
 
   /**
@@ -272,6 +288,9 @@ export class DecoderGpu implements GpuDecoder<DecoderGpuCache, DecoderStep> {
     const tokens = kv.tokens ?? s.tokens;
     const positions = kv.positions ?? s.positions;
     const problem = { B, Tnew: T, NH, NKV, HS, Tmax: kv.cache.Tmax, pos: kv.pos };
+    const hook = this.linearHook;
+    if (hook && a.mlp === 'gelu' && s.act.size < BT * F * 4)
+      throw new Error('DecoderGpu: this step was allocated before the linearHook was set (GELU needs its own output then)');
 
     // x (BT, C) = embed[tokens] (+ pos[positions])
     for (const c of this.embed)
@@ -290,6 +309,7 @@ export class DecoderGpu implements GpuDecoder<DecoderGpuCache, DecoderStep> {
         { out: s.qkv, inp: s.h, weight: this.t(p('qkv.w')), bias: this.tOpt(p('qkv.b')) },
         { M: BT, K: C, N: W },
       );
+      await hook?.(rec, p('qkv.w'), s.qkv, s.h, BT);
       if (a.positions.kind === 'rope') {
         rec.dispatch(
           k.rope,
@@ -305,19 +325,23 @@ export class DecoderGpu implements GpuDecoder<DecoderGpuCache, DecoderStep> {
         { out: s.o, inp: s.atty, weight: this.t(p('o.w')), bias: this.tOpt(p('o.b')) },
         { M: BT, K: QD, N: C },
       );
+      await hook?.(rec, p('o.w'), s.o, s.atty, BT);
       rec.dispatch(k.add, { dst: s.x, src: s.o }, { n: BT * C });
       // MLP: x += down(swiglu(gate_up(norm2(x)))) or down(gelu(up(norm2(x))))
       this.norm(rec, k, s, s.h, s.x, p('norm2'), BT);
       const upBufs = { out: s.u, inp: s.h, weight: this.t(p('up.w')), bias: this.tOpt(p('up.b')) };
-      await recordMatmulForward(rt, rec, upBufs, { M: BT, K: C, N: up }, { gelu: a.mlp === 'gelu' });
+      await recordMatmulForward(rt, rec, upBufs, { M: BT, K: C, N: up }, { gelu: a.mlp === 'gelu' && !hook });
+      await hook?.(rec, p('up.w'), s.u, s.h, BT);
       if (a.mlp === 'swiglu') rec.dispatch(k.swiglu, { out: s.act, gu: s.u }, { N: BT, F });
-      const actBuf = a.mlp === 'swiglu' ? s.act : s.u;
+      else if (hook) rec.dispatch(k.gelu, { out: s.act, inp: s.u }, { n: BT * F });
+      const actBuf = a.mlp === 'swiglu' || hook ? s.act : s.u;
       await recordMatmulForward(
         rt,
         rec,
         { out: s.o, inp: actBuf, weight: this.t(p('down.w')), bias: this.tOpt(p('down.b')) },
         { M: BT, K: F, N: C },
       );
+      await hook?.(rec, p('down.w'), s.o, actBuf, BT);
       rec.dispatch(k.add, { dst: s.x, src: s.o }, { n: BT * C });
     }
     let rows = BT;
