@@ -209,6 +209,12 @@ describe('the scratch scorer in the Reward panel', () => {
     await page.getByTestId('panel-reward').waitFor();
     await page.getByTestId('scorer-language').selectOption('python');
     expect(await page.getByTestId('scorer-prompt').textContent()).toContain('def is_palindrome(text: str) -> bool:');
+    // the editor takes the Python reference a render after the prompt changes: wait for it rather than read once
+    await page.waitForFunction(
+      () => (document.querySelector('[data-testid="scorer-completion"]') as HTMLTextAreaElement | null)?.value.includes('s[::-1]'),
+      undefined,
+      { timeout: 10_000 },
+    );
     const reference = await page.getByTestId('scorer-completion').inputValue();
     expect(reference).toContain('s[::-1]');
 
