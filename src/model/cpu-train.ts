@@ -45,60 +45,20 @@ export class CpuTrainer {
     this.v = new Float64Array(model.table.total);
   }
 
-  /** Forward, loss and backward of one micro-batch; gradients accumulate scaled by `scale`. Returns the summed loss. */
-  accumulate(batch: TokenBatch, scale: number): number {
-    const { B, T } = batch;
-    const V = this.model.config.vocabSize;
-    const { logits } = this.model.forward({ tokens: batch.tokens, B, T });
-    const losses = new Float64Array(B * T);
-    const dlogits = new Float64Array(B * T * V);
-    crossEntropyRef(losses, dlogits, logits, batch.targets, batch.mask, B * T, V, scale);
-    this.model.backward(dlogits, null);
-    let sum = 0;
-    for (const l of losses) sum += l;
-    return sum;
-  }
-
   /** One optimizer step over the micro-batches (gradient accumulation when there are several). */
   trainStep(batches: TokenBatch[]): StepResult {
-    const tokens = lossTokens('trainStep', batches, []);
-    this.model.zeroGrad();
-    let lossSum = 0;
-    for (const b of batches) lossSum += this.accumulate(b, 1 / tokens);
-    const loss = lossSum / tokens;
+    const { loss, tokens } = sftGradients(this.model, this.model.config.vocabSize, batches);
     this.step++;
     if (!Number.isFinite(loss)) throw new NumericsError(this.step, 'loss', loss);
     const gradNorm = this.applyGradients();
     return { loss, gradNorm, tokens };
   }
 
-  /**
-   * One PPO / GRPO optimizer step over the micro-batches: forward, per-token log-probs and
-   * entropies at the sampling temperature, the loss's per-token derivatives
-   * (kernels/ppo_loss_ref.ts), backward through log-probs, entropies and the value head, then AdamW.
-   */
+  /** One PPO / GRPO optimizer step over the micro-batches (rlGradients), then AdamW. */
   rlStep(batches: RlBatch[], cfg: RlLossConfig): RlStepResult {
-    validateRlLossConfig(cfg);
-    const tokens = lossTokens('rlStep', batches, RL_ROLLOUT_FIELDS);
-    const V = this.model.config.vocabSize;
-    this.model.zeroGrad();
-    const sums = emptyRlSums();
-    for (const b of batches) {
-      const BT = b.B * b.T;
-      const { logits, values } = this.model.forward({ tokens: b.tokens, B: b.B, T: b.T });
-      const logp = new Float64Array(BT);
-      const entropy = new Float64Array(BT);
-      logprobEntropyRef(logp, entropy, logits, b.targets, BT, V, cfg.invTemp);
-      const d = { dlogp: new Float64Array(BT), dentropy: new Float64Array(BT), dvalue: new Float64Array(BT) };
-      rlTokenGradsRef(d, logp, entropy, values, b, BT, cfg, 1 / tokens, sums);
-      const dlogits = new Float64Array(BT * V);
-      logprobEntropyBackwardRef(dlogits, d.dlogp, d.dentropy, logits, b.targets, BT, V, cfg.invTemp);
-      this.model.backward(dlogits, d.dvalue);
-    }
+    const sums = rlGradients(this.model, this.model.config.vocabSize, batches, cfg);
     this.step++;
-    for (const k of ['policyLoss', 'valueLoss', 'entropy'] as const) {
-      if (!Number.isFinite(sums[k])) throw new NumericsError(this.step, k, sums[k]);
-    }
+    checkRlSums(this.step, sums);
     const gradNorm = this.applyGradients();
     return { sums, gradNorm };
   }
@@ -118,4 +78,61 @@ export class CpuTrainer {
     adamwRef(params, grads, this.m, this.v, table.decayEnd, table.total - table.decayEnd, { ...common, weightDecay: 0 });
     return gradNorm;
   }
+}
+
+/** What the float64 training loops need of a model: the lab GPT (cpu.ts) and the imported decoder (decoder-cpu.ts). */
+export interface CpuGradientModel {
+  zeroGrad(): void;
+  /** a training forward: logits (BT, V) and, with a value head, values (BT) */
+  forward(input: { tokens: ArrayLike<number>; B: number; T: number }): { logits: Float64Array; values?: Float64Array };
+  /** accumulates the gradient of a loss with these derivatives w.r.t. the last forward's logits and values */
+  backward(dlogits: ArrayLike<number>, dvalues: ArrayLike<number> | null): void;
+}
+
+/** Zeroes the gradients, then accumulates SFT's masked cross-entropy over the micro-batches; its mean and token count. */
+export function sftGradients(model: CpuGradientModel, V: number, batches: TokenBatch[]): { loss: number; tokens: number } {
+  const tokens = lossTokens('trainStep', batches, []);
+  model.zeroGrad();
+  let lossSum = 0;
+  for (const b of batches) {
+    const BT = b.B * b.T;
+    const { logits } = model.forward({ tokens: b.tokens, B: b.B, T: b.T });
+    const losses = new Float64Array(BT);
+    const dlogits = new Float64Array(BT * V);
+    crossEntropyRef(losses, dlogits, logits, b.targets, b.mask, BT, V, 1 / tokens);
+    model.backward(dlogits, null);
+    for (const l of losses) lossSum += l;
+  }
+  return { loss: lossSum / tokens, tokens };
+}
+
+/**
+ * Zeroes the gradients, then accumulates the PPO / GRPO loss over the micro-batches: forward,
+ * per-token log-probs and entropies at the sampling temperature, the loss's per-token derivatives
+ * (kernels/ppo_loss_ref.ts), backward through log-probs, entropies and the value head (a model
+ * without one gets values 0 and no value gradient). Returns the loss sums.
+ */
+export function rlGradients(model: CpuGradientModel, V: number, batches: RlBatch[], cfg: RlLossConfig): RlLossSums {
+  validateRlLossConfig(cfg);
+  const tokens = lossTokens('rlStep', batches, RL_ROLLOUT_FIELDS);
+  model.zeroGrad();
+  const sums = emptyRlSums();
+  for (const b of batches) {
+    const BT = b.B * b.T;
+    const { logits, values } = model.forward({ tokens: b.tokens, B: b.B, T: b.T });
+    const logp = new Float64Array(BT);
+    const entropy = new Float64Array(BT);
+    logprobEntropyRef(logp, entropy, logits, b.targets, BT, V, cfg.invTemp);
+    const d = { dlogp: new Float64Array(BT), dentropy: new Float64Array(BT), dvalue: new Float64Array(BT) };
+    rlTokenGradsRef(d, logp, entropy, values ?? new Float64Array(BT), b, BT, cfg, 1 / tokens, sums);
+    const dlogits = new Float64Array(BT * V);
+    logprobEntropyBackwardRef(dlogits, d.dlogp, d.dentropy, logits, b.targets, BT, V, cfg.invTemp);
+    model.backward(dlogits, values ? d.dvalue : null);
+  }
+  return sums;
+}
+
+/** The numerics guard of an RL step's sums (step is the optimizer step they belong to). */
+export function checkRlSums(step: number, sums: RlLossSums): void {
+  for (const k of ['policyLoss', 'valueLoss', 'entropy'] as const) if (!Number.isFinite(sums[k])) throw new NumericsError(step, k, sums[k]);
 }

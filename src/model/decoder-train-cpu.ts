@@ -6,12 +6,10 @@
  * recipe as the lab GPT's CpuTrainer (cpu-train.ts), over the decoder's trainables() list.
  */
 import { adamwRef } from '../kernels/adamw';
-import { crossEntropyRef } from '../kernels/crossentropy';
-import { logprobEntropyBackwardRef, logprobEntropyRef } from '../kernels/logprob';
-import { emptyRlSums, RL_ROLLOUT_FIELDS, rlTokenGradsRef, validateRlLossConfig, type RlLossConfig } from '../kernels/ppo_loss_ref';
-import type { RlStepResult, StepResult } from './cpu-train';
+import type { RlLossConfig } from '../kernels/ppo_loss_ref';
+import { checkRlSums, rlGradients, sftGradients, type RlStepResult, type StepResult } from './cpu-train';
 import type { DecoderCpu } from './decoder-cpu';
-import { lossTokens, NumericsError, type OptimConfig, type RlBatch, type TokenBatch } from './optim';
+import { NumericsError, type OptimConfig, type RlBatch, type TokenBatch } from './optim';
 
 export class DecoderCpuTrainer {
   /** AdamW moments by trainable name */
@@ -26,50 +24,17 @@ export class DecoderCpuTrainer {
 
   /** One SFT optimizer step over the micro-batches. */
   trainStep(batches: TokenBatch[]): StepResult {
-    const tokens = lossTokens('trainStep', batches, []);
-    const V = this.model.arch.vocabSize;
-    this.model.zeroGrad();
-    let lossSum = 0;
-    for (const b of batches) {
-      const BT = b.B * b.T;
-      const { logits } = this.model.forward({ tokens: b.tokens, B: b.B, T: b.T });
-      const losses = new Float64Array(BT);
-      const dlogits = new Float64Array(BT * V);
-      crossEntropyRef(losses, dlogits, logits, b.targets, b.mask, BT, V, 1 / tokens);
-      this.model.backward(dlogits);
-      for (const l of losses) lossSum += l;
-    }
-    const loss = lossSum / tokens;
+    const { loss, tokens } = sftGradients(this.model, this.model.arch.vocabSize, batches);
     this.step++;
     if (!Number.isFinite(loss)) throw new NumericsError(this.step, 'loss', loss);
     return { loss, gradNorm: this.applyGradients(), tokens };
   }
 
-  /**
-   * One PPO / GRPO optimizer step: per-token log-probs and entropies at the sampling temperature,
-   * the loss's per-token derivatives, backward through them (and the value head, for PPO), AdamW.
-   */
+  /** One PPO / GRPO optimizer step (cpu-train.ts rlGradients: through the value head for PPO), then AdamW. */
   rlStep(batches: RlBatch[], cfg: RlLossConfig): RlStepResult {
-    validateRlLossConfig(cfg);
-    const tokens = lossTokens('rlStep', batches, RL_ROLLOUT_FIELDS);
-    const V = this.model.arch.vocabSize;
-    this.model.zeroGrad();
-    const sums = emptyRlSums();
-    for (const b of batches) {
-      const BT = b.B * b.T;
-      const { logits, values } = this.model.forward({ tokens: b.tokens, B: b.B, T: b.T });
-      const logp = new Float64Array(BT);
-      const entropy = new Float64Array(BT);
-      logprobEntropyRef(logp, entropy, logits, b.targets, BT, V, cfg.invTemp);
-      const d = { dlogp: new Float64Array(BT), dentropy: new Float64Array(BT), dvalue: new Float64Array(BT) };
-      rlTokenGradsRef(d, logp, entropy, values ?? new Float64Array(BT), b, BT, cfg, 1 / tokens, sums);
-      const dlogits = new Float64Array(BT * V);
-      logprobEntropyBackwardRef(dlogits, d.dlogp, d.dentropy, logits, b.targets, BT, V, cfg.invTemp);
-      this.model.backward(dlogits, values ? d.dvalue : null);
-    }
+    const sums = rlGradients(this.model, this.model.arch.vocabSize, batches, cfg);
     this.step++;
-    for (const k of ['policyLoss', 'valueLoss', 'entropy'] as const)
-      if (!Number.isFinite(sums[k])) throw new NumericsError(this.step, k, sums[k]);
+    checkRlSums(this.step, sums);
     return { sums, gradNorm: this.applyGradients() };
   }
 
