@@ -8,6 +8,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
+import { crossEntropyRef } from '../kernels/crossentropy';
 import { maxRelDiff } from '../onnx/parity';
 import { HF_FIXTURE_NAMES, HF_FIXTURES, loadHfFixture } from '../testing/hf-fixtures';
 import { DecoderCpu } from './decoder-cpu';
@@ -21,21 +22,23 @@ interface Grads {
   grads: { names: string[] };
 }
 
-/** Mean cross-entropy over the counted targets (-100 = not counted) and its gradient w.r.t. the logits. */
-export function maskedCrossEntropy(logits: Float64Array, targets: readonly number[], V: number): { loss: number; dlogits: Float64Array } {
-  const counted = targets.filter((t) => t >= 0).length;
+/** Mean cross-entropy over the counted targets (-100 = not counted, transformers' convention) and its gradient w.r.t. the logits. */
+function maskedCrossEntropy(logits: Float64Array, targets: readonly number[], V: number): { loss: number; dlogits: Float64Array } {
+  const mask = targets.map((t): number => (t >= 0 ? 1 : 0));
+  const counted = mask.reduce((a, b) => a + b, 0);
+  const losses = new Float64Array(targets.length);
   const dlogits = new Float64Array(logits.length);
-  let loss = 0;
-  targets.forEach((t, n) => {
-    if (t < 0) return;
-    const row = logits.subarray(n * V, (n + 1) * V);
-    const m = Math.max(...row);
-    let z = 0;
-    for (let i = 0; i < V; i++) z += Math.exp(row[i]! - m);
-    loss += (Math.log(z) + m - row[t]!) / counted;
-    for (let i = 0; i < V; i++) dlogits[n * V + i] = Math.exp(row[i]! - m) / z / counted - (i === t ? 1 / counted : 0);
-  });
-  return { loss, dlogits };
+  crossEntropyRef(
+    losses,
+    dlogits,
+    logits,
+    targets.map((t) => Math.max(t, 0)),
+    mask,
+    targets.length,
+    V,
+    1 / counted,
+  );
+  return { loss: losses.reduce((a, b) => a + b, 0) / counted, dlogits };
 }
 
 describe.each(HF_FIXTURE_NAMES)('%s: gradients against torch autograd', (name) => {
