@@ -41,6 +41,12 @@ interface CpuLora {
   dB: Float64Array[];
 }
 
+/** DecoderCpu.headState: opaque outside this file. */
+export interface DecoderCpuState {
+  readonly lora: unknown;
+  readonly valueHead: unknown;
+}
+
 /** What a training forward keeps for backward, per layer. */
 interface DecoderLayerActs {
   x: Float64Array; // (BT, C) the block's input
@@ -344,6 +350,20 @@ export class DecoderCpu {
       dA: modules.map((m) => new Float64Array(r * m.inFeatures)),
       dB: modules.map((m) => new Float64Array(m.outFeatures * r)),
     };
+  }
+
+  /**
+   * What sits on top of the base weights: the adapters (with their gradients) and the value head.
+   * Several policies share one base (policy/hf-train.ts: the trained policy, the KL reference, the
+   * reward model, with no second copy of the weights), each installing its own state before it runs.
+   */
+  get headState(): DecoderCpuState {
+    return { lora: this.lora, valueHead: this.valueHead };
+  }
+
+  set headState(s: DecoderCpuState) {
+    this.lora = s.lora as CpuLora | null;
+    this.valueHead = s.valueHead as DecoderCpu['valueHead'];
   }
 
   /** The adapters' gradients (dA, dB per module, in setLora's order). */

@@ -152,7 +152,6 @@ export class DecoderGpuTrainer {
     const add = (name: string, param: GPUBuffer, n: number, decay: boolean, grad?: GPUBuffer) =>
       this.addTrainable(name, param, n, decay, grad);
     if (lora) {
-      if (model.linearHook) throw new Error('DecoderGpuTrainer: the model already runs adapters (another trainer holds its linearHook)');
       this.adapters = uploadAdapters(rt, lora);
       model.linearHook = this.samplingHook;
       const ad = this.adapters;
@@ -203,6 +202,42 @@ export class DecoderGpuTrainer {
     const w = this.rt.upload(Float32Array.from(init.w), 'value.w');
     const b = this.rt.upload(Float32Array.of(init.b), 'value.b');
     this.valueHead = { w, b, dw: this.addTrainable('value.w', w, C, true), db: this.addTrainable('value.b', b, 1, false) };
+  }
+
+  /**
+   * Makes DecoderGpu's inference forward (sampling, scoring) run this trainer's adapters. LoRA
+   * trainers may share one frozen DecoderGpu (policy/hf-train.ts: the policy, the KL reference and
+   * the reward model over one copy of the weights); the one constructed last is active until
+   * another activates. The training passes always use their own trainer's adapters.
+   */
+  activate(): void {
+    if (this.adapters) this.model.linearHook = this.samplingHook;
+  }
+
+  /**
+   * Sets trainables from `values` by name (readParams' names: engine tensors with the embedding's
+   * and head's chunks joined, PEFT keys, value.w / value.b): `what` 'param' or AdamW's 'm' / 'v'.
+   * Every trainable must be given, with its size.
+   */
+  writeTrainables(what: 'param' | 'm' | 'v', values: ReadonlyMap<string, ArrayLike<number>>): void {
+    const q = this.rt.device.queue;
+    const offsets = new Map<string, number>();
+    for (const t of this.trainables) {
+      const chunk = /^(embed|head)\[(\d+)\.\./.exec(t.name);
+      const name = chunk ? chunk[1]! : t.name;
+      const src = values.get(name);
+      if (!src) throw new Error(`DecoderGpuTrainer.writeTrainables: no ${what} for ${name}`);
+      const off = chunk ? Number(chunk[2]) * this.model.arch.dModel : 0;
+      if (off + t.n > src.length || (!chunk && src.length !== t.n))
+        throw new Error(`DecoderGpuTrainer.writeTrainables: ${what} of ${name} has ${src.length} values, expected ${chunk ? 'more' : t.n}`);
+      const part = Float32Array.from({ length: t.n }, (_, i) => src[off + i]!);
+      q.writeBuffer(t[what], 0, part);
+      offsets.set(name, (offsets.get(name) ?? 0) + t.n);
+    }
+    for (const [name, n] of offsets) {
+      const len = values.get(name)!.length;
+      if (n !== len) throw new Error(`DecoderGpuTrainer.writeTrainables: ${what} of ${name} has ${len} values, the trainables hold ${n}`);
+    }
   }
 
   /** The adapters' modules, or null (full fine-tuning). */
@@ -503,6 +538,33 @@ export class DecoderGpuTrainer {
     const logits = rec.read(acts.logits);
     await rec.submit();
     return new Float32Array(await logits);
+  }
+
+  /**
+   * Logits (BT, V) and values (BT; zeros without a value head) of the training forward, read back
+   * in one submit: a policy's scoring (log-probs, PPO's old values, the reward model's scores).
+   */
+  async forwardWithValues(input: ForwardInput): Promise<{ logits: Float32Array; values: Float32Array }> {
+    const { rt } = this;
+    const { B, T } = input;
+    checkInput(input, this.model.vocabSize, this.model.contextLength);
+    const acts = this.acts(B, T);
+    const q = rt.device.queue;
+    q.writeBuffer(acts.tokens, 0, Uint32Array.from(input.tokens));
+    q.writeBuffer(acts.positions, 0, Uint32Array.from(input.positions ?? defaultPositions(B, T)));
+    q.writeBuffer(acts.start, 0, input.start ? Uint32Array.from(input.start) : new Uint32Array(B));
+    const rec = rt.record('decoder scoring forward');
+    if (!this.valueHead) rec.clear(acts.values);
+    await recordTrainForward(rt, rec, this.context(), acts);
+    const logits = rec.read(acts.logits);
+    const values = rec.read(acts.values);
+    await rec.submit();
+    return { logits: new Float32Array(await logits), values: new Float32Array(await values) };
+  }
+
+  /** Parameters, gradients or AdamW moments by name (readParams' names), one submit. */
+  async readNamed(what: 'param' | 'grad' | 'm' | 'v'): Promise<Map<string, Float32Array>> {
+    return this.joinChunks(await this.readTrainables(what));
   }
 
   /** Each trainable's parameter or gradient, in `trainables` order (one submit). */

@@ -12,8 +12,8 @@ import type { DecoderCpu } from './decoder-cpu';
 import { NumericsError, type OptimConfig, type RlBatch, type TokenBatch } from './optim';
 
 export class DecoderCpuTrainer {
-  /** AdamW moments by trainable name */
-  private readonly moments = new Map<string, { m: Float64Array; v: Float64Array }>();
+  /** AdamW moments by trainable name (created at a trainable's first step; a checkpoint may set them) */
+  readonly moments = new Map<string, { m: Float64Array; v: Float64Array }>();
   /** optimizer steps taken */
   step = 0;
 

@@ -73,14 +73,7 @@ export class HfPolicy implements Policy {
    * and samples only ids the tokenizer has.
    */
   async generate(prompts: ArrayLike<number>[], opts: GenerateOptions): Promise<GenerateResult> {
-    const eos = this.model.eosIds;
-    let o: GenerateOptions =
-      opts.eosId !== undefined && eos.includes(opts.eosId) && eos.length > 1
-        ? { ...opts, stop: [...(opts.stop ?? []), ...eos.filter((id) => id !== opts.eosId).map((id) => [id])] }
-        : opts;
-    // the padded rows of a vocabulary bigger than the tokenizer's are never sampled
-    if (this.model.tokenizer.vocabSize < this.model.arch.vocabSize)
-      o = { ...o, vocabLimit: Math.min(o.vocabLimit ?? Infinity, this.model.tokenizer.vocabSize) };
+    const o = hfGenerateOptions(this.model, opts);
     return this.cpu ? cpuGenerateOn(this.cpu, prompts, o) : generateOn(this.gpu!, prompts, o);
   }
 
@@ -120,6 +113,22 @@ export class HfPolicy implements Policy {
   private frozen(what: string): Promise<never> {
     return Promise.reject(frozenHfError(this.model.folder, what));
   }
+}
+
+/**
+ * Sampling options for an imported model: generation stops at any of the model's end ids
+ * (generation_config.json), not only the first, and samples only ids the tokenizer has (the
+ * padded rows of a vocabulary bigger than the tokenizer's are never sampled).
+ */
+export function hfGenerateOptions(model: HfModel, opts: GenerateOptions): GenerateOptions {
+  const eos = model.eosIds;
+  let o: GenerateOptions =
+    opts.eosId !== undefined && eos.includes(opts.eosId) && eos.length > 1
+      ? { ...opts, stop: [...(opts.stop ?? []), ...eos.filter((id) => id !== opts.eosId).map((id) => [id])] }
+      : opts;
+  if (model.tokenizer.vocabSize < model.arch.vocabSize)
+    o = { ...o, vocabLimit: Math.min(o.vocabLimit ?? Infinity, model.tokenizer.vocabSize) };
+  return o;
 }
 
 /** A training or saving call on an imported Hugging Face model, which is frozen in this version. */

@@ -9,8 +9,9 @@
  *                  checkpoint codec of its family
  *
  * Implementations: the lab's GPT (lab-gpt.ts: the WGSL engine or the float64 CPU model, the
- * checkpoints of model/model-file.ts), and an imported ONNX model (onnx.ts), which is frozen:
- * it samples and scores (evaluation, the KL reference) but does not train or save. Another
+ * checkpoints of model/model-file.ts); an imported Hugging Face model, trained with LoRA or in full
+ * (hf-train.ts; hf.ts is its frozen form for evaluation and the KL reference); and an imported
+ * ONNX model (onnx.ts), which is frozen: it samples and scores but does not train or save. Another
  * architecture adds a Policy and a PolicyFactory here; the stages do not change.
  */
 import type { RlLossConfig, RlLossSums } from '../kernels/ppo_loss_ref';
@@ -20,7 +21,6 @@ import type { ForwardInput } from '../model/cpu';
 import type { GenerateOptions, GenerateResult } from '../model/generate-common';
 import type { OptimizerState } from '../model/model-file';
 import type { OptimConfig, RlBatch, TokenBatch } from '../model/optim';
-import type { Tokenizer } from '../tokenizer';
 import type { TextTokenizer } from '../tokenizer/types';
 
 export { DEFAULT_OPTIM, type OptimConfig, type RlBatch, type TokenBatch } from '../model/optim';
@@ -31,6 +31,7 @@ export type { GenerateOptions, GenerateResult } from '../model/generate-common';
 export type { OptimizerState } from '../model/model-file';
 export { labGptFactory, LabGptPolicy } from './lab-gpt';
 export { FrozenOnnxPolicy } from './onnx';
+export { hfPolicyFactory, HfTrainablePolicy } from './hf-train';
 
 /** What a policy says about itself (logs, panels, the checks of a KL reference). */
 export interface PolicyDescription {
@@ -51,7 +52,17 @@ export interface PolicyDescription {
 /** What a run's policies are made of: the architecture's config and the run's tokenizer. */
 export interface PolicySpec {
   config: ModelConfig;
-  tokenizer: Tokenizer;
+  /** the lab's Tokenizer (trained by the run) or an imported model's (PolicyFactory.pretrained) */
+  tokenizer: TextTokenizer;
+}
+
+/** What a factory of an imported model tells a run: its tokenizer and shape are the run's, not trained ones. */
+export interface PretrainedInfo {
+  tokenizer: TextTokenizer;
+  /** the model's shape at the run's context (the policies' config) */
+  config: ModelConfig;
+  /** e.g. 'gpt2, 2 layers, ...; LoRA r8 alpha 16 on c_attn (2 modules)' */
+  describe(): string;
 }
 
 /** A checkpoint's content: parameters, the optimizer state it carries (or null), its meta. */
@@ -100,6 +111,8 @@ export interface PolicyFactory {
   readonly family: string;
   /** where its policies run (config.json and summary.json record it) */
   readonly backend: BackendKind;
+  /** set for an imported model (policy/hf-train.ts): the run takes its tokenizer and shape */
+  readonly pretrained?: PretrainedInfo;
   /** a new policy, its parameters initialised from `seed` */
   init(spec: PolicySpec, seed: number, optim: OptimConfig): Policy;
   /** a policy of these parameters (slab layout), with this optimizer state when given */

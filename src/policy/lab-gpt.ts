@@ -13,7 +13,8 @@ import { initParams } from '../model/init';
 import { loadModel, saveModel, type OptimizerState } from '../model/model-file';
 import type { OptimConfig, RlBatch, TokenBatch } from '../model/optim';
 import { paramTable } from '../model/params';
-import type { Tokenizer } from '../tokenizer';
+import { Tokenizer } from '../tokenizer';
+import type { TextTokenizer } from '../tokenizer/types';
 import type { Policy, PolicyCheckpoint, PolicyDescription, PolicyFactory, PolicySpec } from './index';
 
 export class LabGptPolicy implements Policy {
@@ -85,10 +86,19 @@ export class LabGptPolicy implements Policy {
   }
 }
 
+/** The lab's own tokenizer of a spec: lab GPT checkpoints store it (Tokenizer.toJSON). */
+function labTokenizer(t: TextTokenizer): Tokenizer {
+  if (!(t instanceof Tokenizer))
+    throw new Error(
+      "the lab's GPT needs the lab's own tokenizer (an imported model's tokenizer goes with its own policies: hfPolicyFactory)",
+    );
+  return t;
+}
+
 /** Lab GPT policies on `kind` (webgpu needs the caller's runtime, which outlives them). */
 export function labGptFactory(kind: BackendKind, runtime?: GpuRuntime): PolicyFactory {
   const fromParams = (spec: PolicySpec, params: Float32Array, optim: OptimConfig, optimizer?: OptimizerState | null): Policy =>
-    new LabGptPolicy(createBackend(kind, { config: spec.config, params, optim, optimizer, runtime }), spec.tokenizer);
+    new LabGptPolicy(createBackend(kind, { config: spec.config, params, optim, optimizer, runtime }), labTokenizer(spec.tokenizer));
   const readCheckpoint = (spec: PolicySpec, bytes: Uint8Array): PolicyCheckpoint => {
     const s = loadModel(bytes, spec.config);
     return { params: s.params, optimizer: s.optimizer ?? null, meta: s.meta ?? {} };
@@ -104,6 +114,12 @@ export function labGptFactory(kind: BackendKind, runtime?: GpuRuntime): PolicyFa
     },
     readCheckpoint,
     writeCheckpoint: (spec, c) =>
-      saveModel({ config: spec.config, tokenizer: spec.tokenizer.toJSON(), params: c.params, optimizer: c.optimizer, meta: c.meta }),
+      saveModel({
+        config: spec.config,
+        tokenizer: labTokenizer(spec.tokenizer).toJSON(),
+        params: c.params,
+        optimizer: c.optimizer,
+        meta: c.meta,
+      }),
   };
 }

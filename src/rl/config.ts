@@ -103,8 +103,28 @@ export interface EvalConfig {
   maxNewTokens: number;
 }
 
+/**
+ * LoRA on an imported model (`coderl train --model DIR`): rank, alpha (the update is scaled by
+ * alpha / rank; default 2 x rank) and target modules by transformers' names (absent: the
+ * architecture's default, model/lora.ts DEFAULT_LORA_TARGETS). Absent: full fine-tuning.
+ */
+export interface RunLoraConfig {
+  rank: number;
+  alpha: number;
+  targets?: string[];
+}
+
 export interface RlConfig {
   preset: string;
+  /**
+   * Absent: the lab's own GPT, trained from scratch (cfg.model is its shape). Set: the run trains
+   * this imported Hugging Face model folder (`coderl train --model DIR`), named as a KL reference
+   * folder is ({name: "DIR/", sha256}, rl/reference-hf.ts), which the run must be given again to
+   * resume; cfg.model is then the model's shape with the run's context.
+   */
+  pretrained?: { name: string; sha256: string };
+  /** LoRA on the imported model (needs `pretrained`); absent: full fine-tuning */
+  lora?: RunLoraConfig;
   /** vocabSize here is the tokenizer's maximum; the model uses the trained tokenizer's size */
   model: ModelConfig;
   tasks: {
@@ -355,8 +375,26 @@ function checkSection(obj: unknown, spec: Record<string, Spec>, where: string, e
   }
 }
 
-function checkReferenceRef(r: unknown): void {
-  const at = 'config.rl.reference';
+function checkLora(l: unknown): void {
+  const at = 'config.lora';
+  if (!isObject(l)) throw new RlConfigError(`${at}: expected {rank, alpha?, targets?}, got ${JSON.stringify(l)}`);
+  for (const k of Object.keys(l))
+    if (!['rank', 'alpha', 'targets'].includes(k)) throw new RlConfigError(`${at}: unknown field "${k}" (fields: rank, alpha, targets)`);
+  if (typeof l.rank !== 'number' || !Number.isInteger(l.rank) || l.rank < 1 || l.rank > 1024)
+    throw new RlConfigError(`${at}.rank: must be an integer in [1, 1024], got ${JSON.stringify(l.rank)}`);
+  if (l.alpha === undefined) l.alpha = 2 * l.rank;
+  if (typeof l.alpha !== 'number' || !Number.isFinite(l.alpha) || l.alpha <= 0 || l.alpha > 1e4)
+    throw new RlConfigError(`${at}.alpha: must be a number in (0, 10000], got ${JSON.stringify(l.alpha)}`);
+  if (
+    l.targets !== undefined &&
+    (!Array.isArray(l.targets) || !l.targets.length || l.targets.some((t) => typeof t !== 'string' || !/^[A-Za-z0-9_.]+$/.test(t)))
+  )
+    throw new RlConfigError(
+      `${at}.targets: must be a non-empty list of module names (q_proj, v_proj, c_attn, ...), got ${JSON.stringify(l.targets)}`,
+    );
+}
+
+function checkReferenceRef(r: unknown, at = 'config.rl.reference'): void {
   if (!isObject(r)) throw new RlConfigError(`${at}: expected {name, sha256} (an ONNX model's reference), got ${JSON.stringify(r)}`);
   for (const k of Object.keys(r))
     if (!['name', 'sha256'].includes(k)) throw new RlConfigError(`${at}: unknown field "${k}" (fields: name, sha256)`);
@@ -400,15 +438,30 @@ export function resolveConfig(preset: string, overrides: unknown = {}): RlConfig
 
 export function validateRlConfig(input: unknown): RlConfig {
   if (!isObject(input)) throw new RlConfigError('config: expected an object');
-  const known = ['preset', 'model', 'tasks', 'sft', 'rm', 'rl', 'explore', 'reward', 'eval'];
+  const known = ['preset', 'pretrained', 'lora', 'model', 'tasks', 'sft', 'rm', 'rl', 'explore', 'reward', 'eval'];
   for (const k of Object.keys(input))
     if (!known.includes(k)) throw new RlConfigError(`config: unknown field "${k}" (fields: ${known.join(', ')})`);
   const c = input as unknown as RlConfig;
   if (typeof c.preset !== 'string') throw new RlConfigError('config.preset: must be a string');
-  try {
-    validateModelConfig(c.model, 'config.model');
-  } catch (e) {
-    throw new RlConfigError(errorText(e));
+  if (c.pretrained !== undefined) {
+    // an imported model's shape is its own (hf/load.ts checks it); the run chooses the context
+    const t = c.model?.contextLength;
+    if (!isObject(c.model) || typeof t !== 'number' || !Number.isInteger(t) || t < 2 || t > 131072)
+      throw new RlConfigError(`config.model.contextLength: must be an integer in [2, 131072], got ${JSON.stringify(t)}`);
+  } else {
+    try {
+      validateModelConfig(c.model, 'config.model');
+    } catch (e) {
+      throw new RlConfigError(errorText(e));
+    }
+  }
+  if (c.pretrained !== undefined) checkReferenceRef(c.pretrained, 'config.pretrained');
+  if (c.lora !== undefined) {
+    checkLora(c.lora);
+    if (c.pretrained === undefined)
+      throw new RlConfigError(
+        "config.lora: LoRA adapts an imported model; give one (coderl train --model DIR), or leave lora out to train the lab's GPT",
+      );
   }
   checkSection(c.tasks, SCHEMA.tasks, 'config.tasks', ['families', 'suite']);
   if (c.tasks.suite !== undefined) checkSuiteRef(c.tasks.suite);

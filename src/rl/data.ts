@@ -9,7 +9,7 @@
  */
 import type { PolicyBackend } from '../model/backend';
 import type { TokenBatch } from '../model/optim';
-import type { Tokenizer } from '../tokenizer';
+import type { TextTokenizer } from '../tokenizer/types';
 
 export interface Sequence {
   /** prompt ids then completion ids (EOS included when the completion ended with it) */
@@ -18,7 +18,7 @@ export interface Sequence {
   promptLength: number;
 }
 
-export function encodeExample(tok: Tokenizer, prompt: string, completion: string, withEos = true): Sequence {
+export function encodeExample(tok: TextTokenizer, prompt: string, completion: string, withEos = true): Sequence {
   const p = Array.from(tok.encode(prompt));
   const c = Array.from(tok.encode(completion));
   if (withEos) c.push(tok.eosId);

@@ -3,7 +3,7 @@
  * sampling works by rejection and resampling in sample.ts; error-driven repair is a second turn
  * in ppo-loop.ts.) API-guided exploration: explore/api-bias.ts.
  */
-import type { Tokenizer } from '../tokenizer';
+import type { TextTokenizer } from '../tokenizer/types';
 import type { ExploreConfig } from './config';
 import { apiGuideConstrain, apiGuideMetrics, createApiGuide } from './explore/api-bias';
 import type { SampleOptions } from './sample';
@@ -14,7 +14,7 @@ export interface ExploreHook {
   metrics(): Record<string, number>;
 }
 
-export function exploreHook(tok: Tokenizer, cfg: ExploreConfig): ExploreHook | undefined {
+export function exploreHook(tok: TextTokenizer, cfg: ExploreConfig): ExploreHook | undefined {
   if (cfg.api === 'off') return undefined;
   const guide = createApiGuide(tok, { mode: cfg.api, strength: cfg.apiStrength });
   return {

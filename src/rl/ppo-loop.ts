@@ -9,7 +9,7 @@ import type { RlLossConfig } from '../kernels/ppo_loss_ref';
 import type { PolicyBackend } from '../model/backend';
 import type { RewardComponent } from '../reward/reward';
 import type { ScoreRecord } from '../sandbox/score';
-import type { Tokenizer } from '../tokenizer';
+import type { TextTokenizer } from '../tokenizer/types';
 import type { Task } from '../tasks/types';
 import { Rng, shuffle } from '../util/random';
 import type { RlConfig } from './config';
@@ -27,7 +27,7 @@ export interface PpoContext {
   /** the frozen SFT model */
   ref: PolicyBackend;
   rm: { backend: PolicyBackend; mean: number; std: number; weight: number } | null;
-  tok: Tokenizer;
+  tok: TextTokenizer;
   scorer: Scorer;
   cfg: RlConfig;
   seed: number;

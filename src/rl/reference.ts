@@ -15,7 +15,9 @@ import type { ModelConfig } from '../model/config';
 import { assertSameTokenizer, importOnnxModel } from '../onnx/import';
 import { FrozenOnnxPolicy, type Policy } from '../policy';
 import type { Ort } from '../onnx/runtime';
-import type { Tokenizer } from '../tokenizer';
+import { Tokenizer } from '../tokenizer';
+import type { TextTokenizer } from '../tokenizer/types';
+import { assertSameVocabulary } from './reference-hf';
 import type { RlConfig } from './config';
 import { readJson, readText, type RunDir } from './run-dir';
 import { sha256Hex } from './tasks/from-suite';
@@ -70,7 +72,7 @@ export function onnxReference(
   loadOrt: () => Promise<Ort>,
   files: ReferenceFiles & { file: string; tokenizerFile: string },
   what: string,
-): (tok: Tokenizer, model: ModelConfig) => Promise<Policy> {
+): (tok: TextTokenizer, model: ModelConfig) => Promise<Policy> {
   return async (tok, model) => {
     const { policy, tokenizer } = await importOnnxModel(await loadOrt(), files.bytes, files.tokenizerText, {
       file: files.file,
@@ -78,7 +80,8 @@ export function onnxReference(
       contextLength: model.contextLength,
     });
     try {
-      assertSameTokenizer(tok, tokenizer, what);
+      if (tok instanceof Tokenizer) assertSameTokenizer(tok, tokenizer, what);
+      else assertSameVocabulary(tok, tokenizer, { run: "the run's tokenizer", ref: files.tokenizerFile }, what);
     } catch (e) {
       policy.dispose();
       throw e;

@@ -6,7 +6,7 @@
  */
 import type { PolicyBackend } from '../model/backend';
 import type { TokenBatch } from '../model/optim';
-import type { Tokenizer } from '../tokenizer';
+import type { TextTokenizer } from '../tokenizer/types';
 import { Rng, shuffle } from '../util/random';
 import type { SftConfig } from './config';
 import { completionBatch, encodeExample, stepGroups, type Sequence } from './data';
@@ -29,7 +29,7 @@ export interface SftResult {
   history: SftPoint[];
 }
 
-export function sftSequences(tok: Tokenizer, tasks: readonly GeneratedTask[]): Sequence[] {
+export function sftSequences(tok: TextTokenizer, tasks: readonly GeneratedTask[]): Sequence[] {
   return tasks.map((t) => encodeExample(tok, t.prompt, t.demonstration));
 }
 
@@ -78,7 +78,7 @@ export interface SftHooks {
 
 export async function runSft(
   backend: PolicyBackend,
-  tok: Tokenizer,
+  tok: TextTokenizer,
   train: readonly GeneratedTask[],
   val: readonly GeneratedTask[],
   cfg: SftConfig,

@@ -20,7 +20,12 @@ import { readSuiteArg, resolveSuiteArg } from '../suite-arg';
 import { exploreHook } from '../../rl/explore-hook';
 import { tokenizerSidecarPath } from '../../onnx/export';
 import { loadNodeOrt } from '../../onnx/node';
-import { labGptFactory } from '../../policy';
+import { hfPolicyFactory, labGptFactory } from '../../policy';
+import { hfModelConfig } from '../../policy/hf-train';
+import type { HfModel } from '../../hf/load';
+import type { DecoderArch } from '../../model/arch';
+import { DEFAULT_LORA_TARGETS, LoraError, loraModules, type LoraConfig } from '../../model/lora';
+import { describeMemoryPlan, MemoryPlanError, planMemory, type MemoryPlan } from '../../model/memory-plan';
 import { errorText } from '../../util/errors';
 import { commandProgress } from '../progress';
 import { estimateKind, estimateRun, taskCounts } from '../../rl/estimate';
@@ -75,6 +80,62 @@ export async function suiteOption(v: string | boolean | undefined): Promise<{ te
   return { text, ref };
 }
 
+/** --model DIR: the folder loaded and checked (the loader's messages), with its record for config.pretrained. */
+async function pretrainedOption(v: string | boolean | undefined): Promise<{ model: HfModel; ref: ReferenceRef } | undefined> {
+  if (v === undefined) return undefined;
+  if (typeof v !== 'string' || !v) throw new UsageError('coderl train: --model takes a Hugging Face model folder');
+  return asUsage('train', async () => loadHfReferenced(await nodeFolder(v)));
+}
+
+/**
+ * The config of a run on an imported model: cfg.model is the model's shape at the run's context
+ * (the preset's, or --set model.contextLength; at most the model's positions), and the LoRA
+ * targets are resolved (the architecture's default when not given), so config.json says what ran.
+ */
+function pretrainedConfig(cfg: RlConfig, model: HfModel): RlConfig {
+  const a = model.arch;
+  const ctx = cfg.model.contextLength;
+  if (ctx > a.maxPositions)
+    throw new RlConfigError(`config.model.contextLength: ${ctx} exceeds the ${a.maxPositions} positions of ${model.folder}`);
+  const lora = cfg.lora && { ...cfg.lora, targets: cfg.lora.targets ?? [...DEFAULT_LORA_TARGETS[a.family]] };
+  try {
+    if (lora) loraModules(a, { rank: lora.rank, alpha: lora.alpha, targets: lora.targets }, 'config.lora'); // unknown targets: named now
+  } catch (e) {
+    if (e instanceof LoraError) throw new RlConfigError(`${model.folder}: ${e.message}`);
+    throw e;
+  }
+  return { ...cfg, model: hfModelConfig(model, ctx), ...(lora ? { lora } : {}) };
+}
+
+/** The run's LoRA settings for the factory, or null (full fine-tuning). */
+function runLora(cfg: RlConfig, a: DecoderArch): LoraConfig | null {
+  return cfg.lora ? { rank: cfg.lora.rank, alpha: cfg.lora.alpha, targets: cfg.lora.targets ?? DEFAULT_LORA_TARGETS[a.family] } : null;
+}
+
+/**
+ * The memory plan of one RL step on an imported model (model/memory-plan.ts): every rollout of an
+ * iteration at the full context, against --memory-budget GiB (default 4); a plan that does not fit
+ * is refused with its numbers.
+ */
+function memoryPlanOption(cfg: RlConfig, model: HfModel, v: string | boolean | undefined): MemoryPlan {
+  const gib = v === undefined ? 4 : Number(v);
+  if (!Number.isFinite(gib) || gib <= 0)
+    throw new UsageError(`coderl train: --memory-budget must be a positive number of GiB, got '${String(v)}'`);
+  try {
+    return planMemory({
+      arch: model.arch,
+      lora: runLora(cfg, model.arch),
+      sequences: cfg.rl.promptsPerIteration * cfg.rl.samplesPerPrompt,
+      seqLen: cfg.model.contextLength,
+      valueHead: true,
+      budgetBytes: gib * 2 ** 30,
+    });
+  } catch (e) {
+    if (e instanceof MemoryPlanError) throw new UsageError(`coderl train: ${model.folder}: ${e.message} (--memory-budget ${gib} GiB)`);
+    throw e;
+  }
+}
+
 export function backendOption(cmd: string, v: string | boolean | undefined): BackendKind {
   const b = v === undefined ? 'cpu' : v;
   if (b !== 'cpu' && b !== 'webgpu') throw new UsageError(`coderl ${cmd}: --backend must be cpu or webgpu, got '${String(b)}'`);
@@ -122,7 +183,7 @@ export const trainCommand: Command = {
   name: 'train',
   summary: 'run the staged pipeline (SFT, reward model, PPO/GRPO) headless',
   usage:
-    'coderl train --preset P --seed S --out DIR [--backend cpu|webgpu] [--set JSON|FILE] [--suite FILE|NAME] [--reference M.onnx [--reference-tokenizer T] | --reference HF_DIR]',
+    'coderl train --preset P --seed S --out DIR [--backend cpu|webgpu] [--set JSON|FILE] [--suite FILE|NAME] [--model HF_DIR [--memory-budget GIB]] [--reference M.onnx [--reference-tokenizer T] | --reference HF_DIR]',
   description: [
     'Builds the seeded task families (train / val / rl / heldout splits), trains a tokenizer, then runs',
     'SFT with early stopping, the reward model and PPO (or GRPO), and evaluates held-out pass@1 before',
@@ -137,6 +198,12 @@ export const trainCommand: Command = {
     "Hugging Face model folder instead (run on the --backend engine) whose tokenizer.json is the run's: every",
     "id's bytes and the end-of-sequence id (e.g. this run's sft.ckpt written by coderl export-hf). The config",
     'records the folder as {name: "DIR/", sha256}: the SHA-256 of `sha256sum config.json <its safetensors files>`.',
+    '--model HF_DIR trains an imported Hugging Face model (GPT-2, Llama, Qwen2) with its own tokenizer instead',
+    'of the lab\'s GPT: full fine-tuning, or LoRA with --set \'{"lora":{"rank":8}}\' (alpha, default 2 x rank;',
+    "targets by module name, default the architecture's: c_attn, or q_proj and v_proj); SFT is skipped unless",
+    '--set gives sft.maxSteps; every policy gets a fresh value head. The config records the folder as --reference',
+    'does (config.pretrained); the memory plan (weights, adapters, gradients, optimizer, KV cache, activations)',
+    'is printed first and a step that does not fit --memory-budget is refused.',
     "--suite trains on a suite file's tasks, or a built-in suite's (coderl suites), split by task;",
     "config.tasks.suite records the file's name, size and SHA-256 and DIR keeps its text.",
   ].join('\n'),
@@ -159,6 +226,17 @@ export const trainCommand: Command = {
       value: 'M.onnx|DIR',
     },
     'reference-tokenizer': { type: 'string', description: 'its tokenizer JSON (default: M.tokenizer.json)', value: 'T' },
+    model: {
+      type: 'string',
+      description:
+        'train this Hugging Face model folder (GPT-2, Llama, Qwen2) instead of the lab\'s GPT; LoRA with --set \'{"lora":{"rank":8}}\'',
+      value: 'DIR',
+    },
+    'memory-budget': {
+      type: 'string',
+      description: 'GPU memory (GiB) the step of an imported model may plan for (default 4)',
+      value: 'GIB',
+    },
   },
   examples: [
     'npx coderl train --preset tiny --seed 1 --out runs/tiny-1',
@@ -168,6 +246,7 @@ export const trainCommand: Command = {
     'npx coderl train --preset tiny --seed 1 --out runs/hx-1 --suite humaneval-x-js',
     'npx coderl train --preset tiny --seed 1 --out runs/ref-1 --reference sft.onnx',
     'npx coderl train --preset tiny --seed 1 --out runs/ref-2 --reference runs/tiny-1/hf',
+    'npx coderl train --preset tiny --seed 1 --out runs/lora-1 --model runs/tiny-1/hf --set \'{"lora":{"rank":8},"rl":{"lr":3e-3}}\'',
   ],
   async run(options, _positionals, io) {
     const out = options.out;
@@ -184,9 +263,12 @@ export const trainCommand: Command = {
       backend,
       runtime: rt ?? undefined,
     }));
+    const imported = await pretrainedOption(options.model);
     try {
       let over = await overridesOption(options.set);
       if (reference) over = mergeConfig(over, { rl: { reference: reference.ref } });
+      // a pretrained model skips SFT unless the user asks for it
+      if (imported) over = mergeConfig(mergeConfig({ sft: { maxSteps: 0 } }, over), { pretrained: imported.ref });
       const suite = await suiteOption(options.suite);
       if (suite) {
         suiteText = suite.text;
@@ -194,18 +276,22 @@ export const trainCommand: Command = {
       } else {
         cfg = resolveConfig(preset, over);
       }
+      if (imported) cfg = pretrainedConfig(cfg, imported.model);
     } catch (e) {
       if (e instanceof RlConfigError || e instanceof SuiteSourceError) throw new UsageError(`coderl train: ${e.message}`);
       throw e;
     }
     const workers = intOption('train', options, 'workers', 1) ?? phasedPoolSize();
+    const plan = imported ? memoryPlanOption(cfg, imported.model, options['memory-budget']) : null;
+    if (plan && !options.quiet) io.err(`coderl train: memory plan: ${describeMemoryPlan(plan)}`);
     if (backend === 'webgpu') {
       const provider = await nodeProvider();
       rt = await GpuRuntime.create(provider);
       for (const note of provider.notes) io.err(`coderl train: note: ${note}`);
     }
     const [pool, analyzer] = await Promise.all([createNodePool({ size: workers }), createAnalyzer(nodeWasmLoader)]);
-    if (!options.quiet) io.err(`coderl train: ${estimateLine(cfg, seed, backend, rt, workers)}`);
+    // the estimate's figures are the lab GPT's; an imported model has none yet
+    if (!options.quiet && !imported) io.err(`coderl train: ${estimateLine(cfg, seed, backend, rt, workers)}`);
     // a bar per stage on a terminal, a few lines per stage when piped (cli/progress.ts)
     const progress = commandProgress(io, { quiet: options.quiet === true, piped: true });
     const onEvent = (e: PipelineEvent) => progress.update(e);
@@ -213,7 +299,15 @@ export const trainCommand: Command = {
       const summary = await runPipeline({
         cfg,
         seed,
-        policies: labGptFactory(backend, rt ?? undefined),
+        policies: imported
+          ? hfPolicyFactory(imported.model, {
+              backend,
+              runtime: rt ?? undefined,
+              lora: runLora(cfg, imported.model.arch),
+              contextLength: cfg.model.contextLength,
+              microBatch: plan?.microBatch,
+            })
+          : labGptFactory(backend, rt ?? undefined),
         store: fileRunDir(out),
         scorer: { pool, analyzer },
         exploreFor: (tok) => exploreHook(tok, cfg.explore),

@@ -13,7 +13,7 @@
  * Shape legend: B sequences, V vocabulary, W = ceil(V / 32) mask words per row.
  */
 import type { GenerateOptions } from '../../model/generate-common';
-import type { StreamDecoder, Tokenizer } from '../../tokenizer';
+import type { TextTokenizer, TokenStreamDecoder } from '../../tokenizer/types';
 import { apiType, membersOf, type ValueType } from './api-graph';
 import { JsLexer, isIdentChar } from './js-lexer';
 import { memberContext, memberSite, type MemberContext } from './receiver';
@@ -87,7 +87,7 @@ interface TokenTable {
   special: Uint8Array; // (V,)
 }
 
-function tokenTable(tokenizer: Tokenizer): TokenTable {
+function tokenTable(tokenizer: TextTokenizer): TokenTable {
   const V = tokenizer.vocabSize;
   const lead: string[] = new Array<string>(V);
   const rest = new Uint8Array(V);
@@ -119,7 +119,7 @@ const EMPTY_STATS = (): ApiGuideStats => ({
 });
 
 /** Creates an API guide for `tokenizer`'s vocabulary (precomputes every token's text once). */
-export function createApiGuide(tokenizer: Tokenizer, opts: ApiGuideOptions): ApiGuide {
+export function createApiGuide(tokenizer: TextTokenizer, opts: ApiGuideOptions): ApiGuide {
   const options = Object.freeze(validateOptions(opts));
   const V = tokenizer.vocabSize;
   const W = Math.ceil(V / 32);
@@ -221,7 +221,7 @@ type Constrain = NonNullable<GenerateOptions['constrain']>;
 /** One sequence's incremental state: a lexer fed as tokens arrive, and the receiver of the last dot seen. */
 interface SequenceState {
   lexer: JsLexer;
-  decoder: StreamDecoder;
+  decoder: TokenStreamDecoder;
   consumed: number;
   /** receiver cache: the dot's offset and its context */
   dot: number;
@@ -234,7 +234,7 @@ interface SequenceState {
  * (stream decoders) and lexes only the new text (each prompt is lexed once, shared between the
  * sequences that start from it); a receiver is inferred once per dot, not once per step.
  */
-export function apiGuideConstrain(tokenizer: Tokenizer, promptTexts: readonly string[], guide: ApiGuide): Constrain {
+export function apiGuideConstrain(tokenizer: TextTokenizer, promptTexts: readonly string[], guide: ApiGuide): Constrain {
   if (guide.vocabSize !== tokenizer.vocabSize)
     throw new Error(`apiGuideConstrain: guide built for V = ${guide.vocabSize}, tokenizer has ${tokenizer.vocabSize}`);
   const promptLexers = new Map<string, JsLexer>();

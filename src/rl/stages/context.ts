@@ -5,7 +5,7 @@
  * tokenizer) every policy of the run is made from, the evaluation subsets, the exploration hook.
  */
 import type { BackendKind, ModelConfig, Policy, PolicyFactory, PolicySpec } from '../../policy';
-import type { Tokenizer } from '../../tokenizer';
+import type { TextTokenizer } from '../../tokenizer/types';
 import type { RlConfig } from '../config';
 import type { ExploreHook } from '../explore-hook';
 import type { Metrics } from '../ppo-loop';
@@ -30,7 +30,7 @@ export interface PipelineOptions {
   store: RunDir;
   scorer: Scorer;
   /** exploration hook factory (explore-hook.ts), given the tokenizer */
-  exploreFor?: (tok: Tokenizer) => ExploreHook | undefined;
+  exploreFor?: (tok: TextTokenizer) => ExploreHook | undefined;
   onEvent?: (e: PipelineEvent) => void;
   onMetrics?: (stage: string, m: Metrics) => void;
   /** asked between steps and iterations; true stops the run after saving (resumable) */
@@ -52,7 +52,7 @@ export interface PipelineOptions {
    * so a reference that does not fit is refused before SFT) and again when PPO starts; the
    * pipeline disposes of what it returns.
    */
-  reference?: (tok: Tokenizer, model: ModelConfig) => Promise<Policy>;
+  reference?: (tok: TextTokenizer, model: ModelConfig) => Promise<Policy>;
 }
 
 /** The run as it starts, before setup. */
@@ -79,7 +79,7 @@ export interface RunBase {
 
 /** The run after setup: what every training and evaluation stage reads. */
 export interface RunContext extends RunBase {
-  readonly tok: Tokenizer;
+  readonly tok: TextTokenizer;
   /** the model config (cfg.model with the tokenizer's vocabulary) and the tokenizer */
   readonly spec: PolicySpec;
   readonly set: TaskSet;

@@ -9,7 +9,7 @@
  * from which a rerun continues after the last finished iteration (at most the one in flight is lost).
  */
 import { DEFAULT_OPTIM, type ModelConfig, type OptimConfig, type Policy, type PolicySpec } from '../../policy';
-import type { Tokenizer } from '../../tokenizer';
+import type { TextTokenizer } from '../../tokenizer/types';
 import { KlController } from '../advantages';
 import { checkAlarms } from '../alarms';
 import { ppoIteration, type Metrics, type PpoContext } from '../ppo-loop';
@@ -117,7 +117,7 @@ export async function rlStage(ctx: RunContext, sft: SftStageResult, rm: RmStageR
 }
 
 /** The caller's KL reference, checked to score this run's sequences: same vocabulary, context long enough. */
-export async function loadReference(make: (tok: Tokenizer, model: ModelConfig) => Promise<Policy>, spec: PolicySpec): Promise<Policy> {
+export async function loadReference(make: (tok: TextTokenizer, model: ModelConfig) => Promise<Policy>, spec: PolicySpec): Promise<Policy> {
   const { config: model, tokenizer: tok } = spec;
   const ref = await make(tok, model);
   const d = ref.describe();

@@ -7,6 +7,7 @@
  */
 import type { ModelConfig } from '../../policy';
 import { trainTokenizer } from '../../tokenizer';
+import type { TextTokenizer } from '../../tokenizer/types';
 import type { RlConfig } from '../config';
 import { readJson, readText, writeJson } from '../run-dir';
 import { buildTaskSet, fitTaskSet, suiteJsonl, type TaskSet } from '../tasks';
@@ -57,6 +58,15 @@ export async function checkRunDir(run: RunBase): Promise<Summary | null> {
     throw new Error(
       'a KL reference model was given but the config does not name it (config.rl.reference), so the run directory would not say what it was trained against',
     );
+  const pre = run.policies.pretrained;
+  if (cfg.pretrained && !pre)
+    throw new Error(
+      `the run trains the Hugging Face model "${cfg.pretrained.name}" (SHA-256 ${cfg.pretrained.sha256.slice(0, 12)}…), which was not given; pass it (coderl train --model DIR)`,
+    );
+  if (pre && !cfg.pretrained)
+    throw new Error(
+      'an imported model was given but the config does not name it (config.pretrained), so the run directory would not say what it trained',
+    );
   if (!existing) await writeJson(store, 'config.json', { cfg, seed, backend: run.backend });
   const done = await readJson<Summary>(store, 'summary.json');
   if (done) run.emit('done', 1, 'the run is finished; its summary is in summary.json');
@@ -67,12 +77,25 @@ export async function checkRunDir(run: RunBase): Promise<Summary | null> {
 export async function setup(run: RunBase): Promise<RunContext> {
   const { cfg, store, options: o } = run;
   const drawn = await taskSet(run);
-  const tok = trainTokenizer(
-    [...drawn.train, ...drawn.val].map((t) => t.prompt + t.demonstration),
-    { vocabSize: cfg.model.vocabSize },
-  );
-  await writeJson(store, 'tokenizer.json', tok.toJSON());
-  const model: ModelConfig = { ...cfg.model, vocabSize: tok.vocabSize };
+  // an imported model brings its tokenizer and shape (its folder's tokenizer.json stays with it);
+  // the lab's GPT gets a tokenizer trained on the SFT data
+  const pre = run.policies.pretrained;
+  let tok: TextTokenizer;
+  let model: ModelConfig;
+  if (pre) {
+    tok = pre.tokenizer;
+    model = pre.config;
+    if (model.contextLength !== cfg.model.contextLength)
+      throw new Error(`the policies serve a context of ${model.contextLength} tokens, the config has ${cfg.model.contextLength}`);
+  } else {
+    const trained = trainTokenizer(
+      [...drawn.train, ...drawn.val].map((t) => t.prompt + t.demonstration),
+      { vocabSize: cfg.model.vocabSize },
+    );
+    await writeJson(store, 'tokenizer.json', trained.toJSON());
+    tok = trained;
+    model = { ...cfg.model, vocabSize: trained.vocabSize };
+  }
   const room = Math.max(cfg.rl.maxNewTokens, cfg.eval.maxNewTokens);
   const budget = model.contextLength - room;
   const { set, shortened, dropped } = fitTaskSet(drawn, (prompt) => tok.encode(prompt).length <= budget, !cfg.tasks.suite);
@@ -97,6 +120,7 @@ export async function setup(run: RunBase): Promise<RunContext> {
     1,
     [
       `${set.train.length} train, ${set.val.length} val, ${set.rl.length} rl, ${set.heldout.length} held-out tasks; vocabulary ${tok.vocabSize}`,
+      ...(pre ? [`policy: ${pre.describe()}`] : []),
       ...fitNote,
     ].join('; '),
   );
