@@ -18,6 +18,7 @@
  */
 import type { GpuRuntime } from '../gpu/runtime';
 import type { HfModel } from '../hf/load';
+import { mergeLora, type LoraAdapter } from '../hf/peft';
 import type { RlLossConfig } from '../kernels/ppo_loss_ref';
 import { RL_ROLLOUT_FIELDS } from '../kernels/ppo_loss_ref';
 import { decoderTensors, describeArch, type DecoderArch } from '../model/arch';
@@ -425,6 +426,62 @@ function writeHfCheckpoint(arch: DecoderArch, lora: LoraConfig | null, slab: rea
   });
 }
 
+/** Whether bytes are a policy checkpoint of an imported model (safetensors with HF_POLICY_FORMAT). */
+export function isHfPolicyCheckpoint(bytes: Uint8Array): boolean {
+  try {
+    return readSafetensors(bytes, 'checkpoint').metadata['format'] === HF_POLICY_FORMAT;
+  } catch {
+    return false;
+  }
+}
+
+/** A checkpoint's file, checked to be this format for this architecture family. */
+function openHfCheckpoint(a: DecoderArch, bytes: Uint8Array, file: string, where: string) {
+  const f = readSafetensors(bytes, file);
+  const md = f.metadata ?? {};
+  if (md['format'] !== HF_POLICY_FORMAT)
+    throw new Error(
+      `${file}: not a policy checkpoint of an imported model (format ${JSON.stringify(md['format'] ?? null)}, expected ${HF_POLICY_FORMAT})`,
+    );
+  if (md['family'] !== a.family) throw new Error(`${file}: trained on a ${md['family']} model, ${where} is ${a.family}`);
+  return { file: f, metadata: md };
+}
+
+/**
+ * What a policy checkpoint of `model` holds, for export: with LoRA its adapter (PEFT's modules
+ * and A, B) and the base with it merged; with full fine-tuning the trained weights. The value
+ * head is not part of a causal LM and is left out.
+ */
+export function hfCheckpointWeights(
+  model: HfModel,
+  bytes: Uint8Array,
+  file: string,
+): { lora: LoraConfig | null; adapter: LoraAdapter | null; weights: Map<string, Float32Array>; meta: Record<string, unknown> } {
+  const a = model.arch;
+  const { file: f, metadata: md } = openHfCheckpoint(a, bytes, file, model.folder);
+  const lora = JSON.parse(md['lora'] ?? 'null') as LoraConfig | null;
+  const meta = JSON.parse(md['meta'] ?? '{}') as Record<string, unknown>;
+  const tensor = (name: string, n: number) => {
+    const t = f.tensors.get(name);
+    if (!t) throw new Error(`${file}: no tensor ${name}`);
+    if (t.data.length !== n) throw new Error(`${file}: tensor ${name} has ${t.data.length} values, ${model.folder} needs ${n}`);
+    return t.data;
+  };
+  if (!lora) {
+    const weights = new Map<string, Float32Array>();
+    for (const t of decoderTensors(a)) weights.set(t.name, tensor(t.name, t.shape.reduce((x, y) => x * y, 1)));
+    return { lora: null, adapter: null, weights, meta };
+  }
+  const modules = loraModules(a, lora, `${file} (lora)`);
+  const adapter: LoraAdapter = {
+    config: lora,
+    modules,
+    A: modules.map((m) => tensor(peftKeys(m).A, lora.rank * m.inFeatures)),
+    B: modules.map((m) => tensor(peftKeys(m).B, m.outFeatures * lora.rank)),
+  };
+  return { lora, adapter, weights: mergeLora(model.weights, adapter), meta };
+}
+
 /**
  * Trainable policies of an imported model on `o.backend`: LoRA when `o.lora` is set (adapters
  * from PEFT's initialisation, seeded), else full fine-tuning from the pretrained weights; a fresh
@@ -470,13 +527,7 @@ export function hfPolicyFactory(model: HfModel, o: HfTrainOptions): PolicyFactor
   };
   const readCheckpoint = (spec: PolicySpec, bytes: Uint8Array): PolicyCheckpoint => {
     check(spec);
-    const f = readSafetensors(bytes, 'checkpoint');
-    const md = f.metadata ?? {};
-    if (md['format'] !== HF_POLICY_FORMAT)
-      throw new Error(
-        `checkpoint: not a policy checkpoint of an imported model (format ${JSON.stringify(md['format'] ?? null)}, expected ${HF_POLICY_FORMAT})`,
-      );
-    if (md['family'] !== a.family) throw new Error(`checkpoint: trained on a ${md['family']} model, this is ${a.family} (${where})`);
+    const { file: f, metadata: md } = openHfCheckpoint(a, bytes, 'checkpoint', where);
     if (md['lora'] !== JSON.stringify(o.lora))
       throw new Error(`checkpoint: trained with lora ${md['lora']}, the run has ${JSON.stringify(o.lora)}`);
     const get = (prefix: string) => {

@@ -6,7 +6,10 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { hfFolderFiles, labArch, labWeights } from '../../hf/export';
+import { loraAdapterFiles } from '../../hf/peft';
 import { loadModel } from '../../model/model-file';
+import { hfCheckpointWeights, isHfPolicyCheckpoint } from '../../policy/hf-train';
+import { hfReferenceName } from '../../rl/reference-hf';
 import { promptFormatFor } from '../../rl/prompt-format';
 import { Tokenizer } from '../../tokenizer';
 import { labTokenizerToHf } from '../../tokenizer/export-hf';
@@ -153,30 +156,58 @@ export const logitsCommand: Command = {
 export const exportHfCommand: Command = {
   name: 'export-hf',
   summary: 'write a lab checkpoint (as GPT2LMHeadModel) or an imported model as a Hugging Face folder',
-  usage: 'coderl export-hf (--checkpoint C | --model DIR) --out OUT',
+  usage: 'coderl export-hf (--checkpoint C | --model DIR [--checkpoint POLICY.ckpt [--merge]]) --out OUT',
   description: [
     "--checkpoint C: the lab's GPT is GPT-2's architecture (pre-LayerNorm, tanh GELU, learned positions,",
     'tied head): it is written as a GPT2LMHeadModel folder (config.json, model.safetensors in F32 with',
     "transformers' tensor names, its tokenizer as tokenizer.json, tokenizer_config.json,",
     'generation_config.json) that transformers and `coderl generate --model OUT` load. The value head is',
     'not part of GPT2LMHeadModel and is left out. --model DIR: an imported model written again (F32).',
+    '--model DIR --checkpoint POLICY.ckpt: a checkpoint of a run that trained DIR (coderl train --model DIR;',
+    "sft.ckpt, policy.ckpt): trained with LoRA it is written as PEFT's adapter folder (adapter_config.json,",
+    'adapter_model.safetensors with keys base_model.model.<module path>.lora_A.weight), which',
+    'PeftModel.from_pretrained(base, OUT) loads and `coderl eval --model DIR --adapter OUT` evaluates; with',
+    '--merge (or after full fine-tuning) as a model folder with the adapters merged into the weights.',
   ].join('\n'),
   options: {
     checkpoint: { type: 'string', description: 'a lab checkpoint with its tokenizer', value: 'C' },
     model: common.model,
     out: { type: 'string', description: 'the folder to write (created; files in it are replaced)', value: 'OUT' },
+    merge: { type: 'boolean', description: 'with --model and a LoRA checkpoint: write the merged model, not the adapter' },
   },
   examples: [
     'npx coderl export-hf --checkpoint runs/tiny-1/sft.ckpt --out runs/tiny-1/hf',
     'npx coderl generate --model runs/tiny-1/hf --prompt "function add(a, b) {"',
+    'npx coderl export-hf --model runs/tiny-1/hf --checkpoint runs/lora-1/policy.ckpt --out runs/lora-1/adapter',
+    'npx coderl export-hf --model runs/tiny-1/hf --checkpoint runs/lora-1/policy.ckpt --merge --out runs/lora-1/merged',
   ],
   async run(options, _positionals, io) {
     if (typeof options.out !== 'string') throw new UsageError('coderl export-hf: --out OUT is required');
-    if ((typeof options.checkpoint === 'string') === (typeof options.model === 'string')) {
-      throw new UsageError('coderl export-hf: give exactly one of --checkpoint C and --model DIR');
-    }
+    if (typeof options.checkpoint !== 'string' && typeof options.model !== 'string')
+      throw new UsageError('coderl export-hf: give --checkpoint C, --model DIR, or both (a checkpoint of a run that trained DIR)');
+    if (options.merge === true && (typeof options.checkpoint !== 'string' || typeof options.model !== 'string'))
+      throw new UsageError('coderl export-hf: --merge is for --model DIR --checkpoint POLICY.ckpt');
     let files: Map<string, Uint8Array>;
-    if (typeof options.checkpoint === 'string') {
+    if (typeof options.checkpoint === 'string' && typeof options.model === 'string') {
+      const m = await loadModelOption('export-hf', options.model);
+      const bytes = await readInput('export-hf', options.checkpoint);
+      if (!isHfPolicyCheckpoint(bytes))
+        throw new UsageError(
+          `coderl export-hf: ${options.checkpoint} is not a checkpoint of a run on an imported model (coderl train --model); a lab checkpoint goes alone: --checkpoint C`,
+        );
+      const c = await asUsage('export-hf', () => hfCheckpointWeights(m, bytes, options.checkpoint as string));
+      files =
+        c.adapter && options.merge !== true
+          ? loraAdapterFiles(c.adapter, hfReferenceName(m.folder).replace(/\/$/, ''), m.arch)
+          : hfFolderFiles({
+              arch: m.arch,
+              weights: c.weights,
+              tokenizerJson: m.tokenizer.tokenizerJson,
+              tokenizerConfig: m.tokenizer.tokenizerConfig,
+              bosId: m.tokenizer.bosId,
+              eosIds: [...m.eosIds],
+            });
+    } else if (typeof options.checkpoint === 'string') {
       const snap = loadModel(await readInput('export-hf', options.checkpoint));
       if (!snap.tokenizer) throw new UsageError(`coderl export-hf: ${options.checkpoint} carries no tokenizer`);
       const tok = Tokenizer.fromJSON(snap.tokenizer);

@@ -1,0 +1,136 @@
+/**
+ * The staged pipeline on an imported model (policy/hf-train.ts) end to end: the committed Qwen2
+ * fixture with LoRA, its own tokenizer, SFT skipped, the reward model as a value head on the
+ * shared base, PPO with the KL penalty against the same base; resume after a stop gives the
+ * uninterrupted run's numbers; the first iteration is the same on webgpu as on cpu; a config and
+ * a factory that disagree about the model are refused.
+ */
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { createAnalyzer, type Analyzer } from '../analysis';
+import { nodeWasmLoader } from '../analysis/wasm-node';
+import type { HfModel } from '../hf/load';
+import { nodeFolder } from '../hf/node';
+import { hfPolicyFactory, isHfPolicyCheckpoint } from '../policy/hf-train';
+import { labGptFactory, type PolicyFactory } from '../policy';
+import type { SandboxPool } from '../sandbox/pool';
+import { createNodePool } from '../sandbox/pool.node';
+import { testRuntime } from '../testing/gpu';
+import { HF_FIXTURES } from '../testing/hf-fixtures';
+import { mergeConfig, resolveConfig, type RlConfig } from './config';
+import { runPipeline, StoppedError, type Summary } from './pipeline';
+import type { RolloutRecord } from './ppo-loop';
+import { loadHfReferenced } from './reference-hf';
+import { readMetrics, readRollouts } from './run-files';
+import { MemoryRunDir, readJson } from './run-dir';
+import { MINI_RUN } from './testing';
+
+let pool: SandboxPool;
+let analyzer: Analyzer;
+let model: HfModel;
+let ref: { name: string; sha256: string };
+beforeAll(async () => {
+  [pool, analyzer] = await Promise.all([createNodePool({ size: 2 }), createAnalyzer(nodeWasmLoader)]);
+  ({ model, ref } = await loadHfReferenced(await nodeFolder(join(HF_FIXTURES, 'qwen2'))));
+}, 60_000);
+afterAll(() => pool?.close());
+
+const LORA = { rank: 4, alpha: 8, targets: ['q_proj', 'v_proj'] };
+
+function hfConfig(over: unknown = {}): RlConfig {
+  const base = mergeConfig(MINI_RUN, {
+    pretrained: ref,
+    lora: LORA,
+    model: { contextLength: 96 },
+    sft: { maxSteps: 0 },
+    rm: { enabled: true, samplesPerTask: 3, steps: 2, batch: 4 },
+    rl: { iterations: 2, promptsPerIteration: 2, samplesPerPrompt: 3, maxNewTokens: 8 },
+    eval: { maxNewTokens: 8 },
+  });
+  return resolveConfig('tiny', mergeConfig(base, over));
+}
+
+const factory = (cfg: RlConfig, backend: 'cpu' | 'webgpu' = 'cpu', runtime?: Awaited<ReturnType<typeof testRuntime>>) =>
+  hfPolicyFactory(model, { backend, runtime, lora: cfg.lora ? { ...LORA, ...cfg.lora } : null, contextLength: cfg.model.contextLength });
+
+function run(cfg: RlConfig, store: MemoryRunDir, policies: PolicyFactory, shouldStop?: () => boolean): Promise<Summary> {
+  return runPipeline({ cfg, seed: 5, policies, store, scorer: { pool, analyzer }, shouldStop });
+}
+
+describe('the pipeline on an imported model', () => {
+  test('LoRA: every stage runs on the model with its own tokenizer; a stopped run resumes to the same numbers', async () => {
+    const cfg = hfConfig();
+    const store = new MemoryRunDir();
+    const summary = await run(cfg, store, factory(cfg));
+    expect(summary.sft.steps).toBe(0);
+    const stored = await readJson<{ cfg: RlConfig }>(store, 'config.json');
+    expect(stored!.cfg.pretrained).toEqual(ref);
+    expect(stored!.cfg.lora).toEqual(LORA);
+    // the run trains no tokenizer of its own
+    expect(store.files.has('tokenizer.json')).toBe(false);
+    expect(isHfPolicyCheckpoint(store.files.get('policy.ckpt')!)).toBe(true);
+    const rollouts = (await readRollouts(store, 1)) as RolloutRecord[];
+    expect(rollouts.length).toBe(6);
+    for (const r of rollouts) {
+      // per-token texts in the model's own tokens
+      expect(r.tokens.length).toBe(r.ids.length);
+      expect(model.tokenizer.decode(r.ids.filter((id) => !model.tokenizer.isSpecial(id)))).toBe(
+        r.tokens.filter((_, i) => !model.tokenizer.isSpecial(r.ids[i]!)).join(''),
+      );
+      expect(r.ref_logprobs.every(Number.isFinite)).toBe(true);
+    }
+    // after a stop at the first iteration, the same factory's policies resume to the same numbers
+    const again = new MemoryRunDir();
+    let ppoLines = 0;
+    await expect(
+      run(cfg, again, factory(cfg), () => {
+        ppoLines = [
+          ...(again.files.get('metrics.jsonl')
+            ? new TextDecoder().decode(again.files.get('metrics.jsonl')).matchAll(/"stage":"ppo"/g)
+            : []),
+        ].length;
+        return ppoLines >= 1;
+      }),
+    ).rejects.toThrow(StoppedError);
+    const resumed = await run(cfg, again, factory(cfg));
+    const ppo = async (s: MemoryRunDir) =>
+      (await readMetrics(s)).filter((l) => l.stage === 'ppo').map((l) => [l['iteration'], l['reward'], l['loss/policy_avg']]);
+    // the checkpoint holds the float64 trainer's adapters and moments in f32: the resumed
+    // iteration agrees to f32 rounding, not bit for bit
+    const [got, want] = [await ppo(again), await ppo(store)];
+    expect(got.length).toBe(want.length);
+    got.forEach((row, i) => row.forEach((v, j) => expect(v as number).toBeCloseTo(want[i]![j] as number, 6)));
+    expect(resumed.rl.heldout_pass1).toBe(summary.rl.heldout_pass1);
+  }, 240_000);
+
+  test('full fine-tuning with GRPO runs too', async () => {
+    const cfg = hfConfig({ rl: { algo: 'grpo', iterations: 1 }, rm: { enabled: false } });
+    delete cfg.lora;
+    const summary = await run(cfg, new MemoryRunDir(), factory(cfg));
+    expect(summary.rl.iterations).toBe(1);
+  }, 120_000);
+
+  test('the first PPO iteration on webgpu matches cpu', async () => {
+    const cfg = hfConfig({ rl: { iterations: 1 }, rm: { enabled: false } });
+    const rt = await testRuntime();
+    const [a, b] = [new MemoryRunDir(), new MemoryRunDir()];
+    await run(cfg, a, factory(cfg));
+    await run(cfg, b, factory(cfg, 'webgpu', rt));
+    const first = async (s: MemoryRunDir) => (await readMetrics(s)).find((l) => l.stage === 'ppo')!;
+    const [mc, mg] = [await first(a), await first(b)];
+    expect(mg['reward']).toBeCloseTo(mc['reward'] as number, 3);
+    expect(mg['loss/policy_avg']).toBeCloseTo(mc['loss/policy_avg'] as number, 3);
+    expect(mg['objective/kl']).toBeCloseTo(mc['objective/kl'] as number, 3);
+  }, 300_000);
+
+  test('a config and a factory that disagree about the model are refused', async () => {
+    const cfg = hfConfig();
+    await expect(run(cfg, new MemoryRunDir(), labGptFactory('cpu'))).rejects.toThrow(
+      /trains the Hugging Face model "qwen2\/".*--model DIR/,
+    );
+    const lab = resolveConfig('tiny', MINI_RUN);
+    await expect(run(lab, new MemoryRunDir(), factory(cfg))).rejects.toThrow(/config does not name it \(config.pretrained\)/);
+    expect(() => resolveConfig('tiny', mergeConfig(MINI_RUN, { lora: { rank: 4 } }))).toThrow(/config.lora: LoRA adapts an imported model/);
+    expect(() => resolveConfig('tiny', mergeConfig(MINI_RUN, { pretrained: ref, lora: { rank: 0 } }))).toThrow(/config.lora.rank/);
+  });
+});
