@@ -58,6 +58,8 @@ export interface HfTrainOptions {
    * gradient accumulation. Default 8.
    */
   microBatch?: number;
+  /** LoRA: the adapters start from this one (a PEFT adapter of the same settings) instead of PEFT's init */
+  initAdapter?: LoraAdapter;
 }
 
 /** One tensor of the slab: its name (engine, PEFT key or value.*), shape and size. */
@@ -469,7 +471,14 @@ export function hfCheckpointWeights(
   };
   if (!lora) {
     const weights = new Map<string, Float32Array>();
-    for (const t of decoderTensors(a)) weights.set(t.name, tensor(t.name, t.shape.reduce((x, y) => x * y, 1)));
+    for (const t of decoderTensors(a))
+      weights.set(
+        t.name,
+        tensor(
+          t.name,
+          t.shape.reduce((x, y) => x * y, 1),
+        ),
+      );
     return { lora: null, adapter: null, weights, meta };
   }
   const modules = loraModules(a, lora, `${file} (lora)`);
@@ -549,7 +558,18 @@ export function hfPolicyFactory(model: HfModel, o: HfTrainOptions): PolicyFactor
   const initSlab = (seed: number): Float32Array => {
     const named = new Map<string, Float32Array>();
     const rng = new Rng(seed);
-    if (modules && o.lora) {
+    const from = o.initAdapter;
+    if (modules && o.lora && from) {
+      if (JSON.stringify(from.config) !== JSON.stringify(o.lora) || from.modules.length !== modules.length)
+        throw new Error(
+          `${where}: the adapter to start from has lora ${JSON.stringify(from.config)}, the run has ${JSON.stringify(o.lora)}`,
+        );
+      modules.forEach((m, i) => {
+        const k = peftKeys(m);
+        named.set(k.A, from.A[i]!);
+        named.set(k.B, from.B[i]!);
+      });
+    } else if (modules && o.lora) {
       // PEFT's init: A kaiming-uniform (uniform(-1/sqrt(in), 1/sqrt(in))), B zero: the base model at step 0
       for (const m of modules) {
         const k = peftKeys(m);

@@ -112,6 +112,8 @@ export interface RunLoraConfig {
   rank: number;
   alpha: number;
   targets?: string[];
+  /** the PEFT adapter folder the adapters start from (`coderl train --adapter ADIR`) instead of PEFT's init */
+  from?: { name: string; sha256: string };
 }
 
 export interface RlConfig {
@@ -379,7 +381,9 @@ function checkLora(l: unknown): void {
   const at = 'config.lora';
   if (!isObject(l)) throw new RlConfigError(`${at}: expected {rank, alpha?, targets?}, got ${JSON.stringify(l)}`);
   for (const k of Object.keys(l))
-    if (!['rank', 'alpha', 'targets'].includes(k)) throw new RlConfigError(`${at}: unknown field "${k}" (fields: rank, alpha, targets)`);
+    if (!['rank', 'alpha', 'targets', 'from'].includes(k))
+      throw new RlConfigError(`${at}: unknown field "${k}" (fields: rank, alpha, targets, from)`);
+  if (l.from !== undefined) checkReferenceRef(l.from, `${at}.from`);
   if (typeof l.rank !== 'number' || !Number.isInteger(l.rank) || l.rank < 1 || l.rank > 1024)
     throw new RlConfigError(`${at}.rank: must be an integer in [1, 1024], got ${JSON.stringify(l.rank)}`);
   if (l.alpha === undefined) l.alpha = 2 * l.rank;

@@ -24,7 +24,7 @@ export const evalCommand: Command = {
   name: 'eval',
   summary: 'HumanEval-style pass@k of a checkpoint or an imported Hugging Face model on a suite',
   usage:
-    'coderl eval --suite S (--checkpoint C | --model DIR) [--k 1,5,10] [--samples N] [--temperature T] [--format auto|chat|completion] [--backend cpu|webgpu] [--out R]',
+    'coderl eval --suite S (--checkpoint C | --model DIR [--adapter ADIR]) [--k 1,5,10] [--samples N] [--temperature T] [--format auto|chat|completion] [--backend cpu|webgpu] [--out R]',
   description: [
     "Samples N completions per task (default: the largest k) from the checkpoint's policy, runs them in",
     'the sandbox pool and prints the unbiased pass@k estimate (Chen et al. 2021) averaged over tasks,',
@@ -39,6 +39,7 @@ export const evalCommand: Command = {
     suite: { type: 'string', description: "suite JSONL (plain or .gz), or a built-in suite's name", value: 'S' },
     checkpoint: { type: 'string', description: 'model checkpoint with its tokenizer', value: 'C' },
     model: { type: 'string', description: 'a Hugging Face model folder instead of a checkpoint', value: 'DIR' },
+    adapter: { type: 'string', description: "--model: a LoRA adapter in PEFT's format, merged into the model", value: 'ADIR' },
     format: { type: 'string', description: 'prompt format for --model: auto, chat or completion (default auto)', value: 'F' },
     context: {
       type: 'string',
@@ -69,6 +70,7 @@ export const evalCommand: Command = {
       throw new UsageError('coderl eval: give exactly one of --checkpoint C and --model DIR');
     const format = formatOption('eval', options.format);
     if (options.format !== undefined && typeof options.model !== 'string') throw new UsageError('coderl eval: --format is for --model');
+    if (options.adapter !== undefined && typeof options.model !== 'string') throw new UsageError('coderl eval: --adapter is for --model');
     const kText = typeof options.k === 'string' ? options.k : '1,5,10';
     const ks = kText.split(',').map((x) => Number(x.trim()));
     if (ks.some((k) => !Number.isInteger(k) || k < 1))

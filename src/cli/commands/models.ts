@@ -21,6 +21,11 @@ const common = {
   model: { type: 'string', description: 'a Hugging Face model folder (config.json, model.safetensors, tokenizer.json)', value: 'DIR' },
   backend: { type: 'string', description: 'cpu or webgpu (default cpu)', value: 'B' },
   context: { type: 'string', description: "the longest sequence served (default: the model's positions, at most 4096)", value: 'N' },
+  adapter: {
+    type: 'string',
+    description: "a LoRA adapter in PEFT's format (coderl export-hf writes one), merged into the model",
+    value: 'ADIR',
+  },
 } as const;
 
 function numberOption(cmd: string, v: string | boolean | undefined, name: string, fallback: number, min: number, max: number): number {

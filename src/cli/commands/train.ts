@@ -12,7 +12,7 @@ import { runPipeline, type PipelineEvent, type PipelineOptions, type Summary } f
 import { onnxReference, referenceRef, type ReferenceRef } from '../../rl/reference';
 import { hfReference, loadHfReferenced, type ReferenceEngine } from '../../rl/reference-hf';
 import { nodeFolder } from '../../hf/node';
-import { asUsage } from '../hf-model';
+import { adapterOption, asUsage } from '../hf-model';
 import { fileRunDir } from '../../rl/run-dir-node';
 import { createNodePool, phasedPoolSize } from '../../sandbox/pool.node';
 import { intOption, readInput, UsageError, type Command } from '../command';
@@ -31,7 +31,7 @@ import { commandProgress } from '../progress';
 import { estimateKind, estimateRun, taskCounts } from '../../rl/estimate';
 import { formatEta } from '../../util/eta';
 import { summarizeAdapter } from '../../gpu/adapter';
-import type { RlConfig } from '../../rl/config';
+import type { RlConfig, RunLoraConfig } from '../../rl/config';
 
 /**
  * --reference M.onnx | DIR: the KL penalty's frozen reference instead of the SFT policy. An ONNX
@@ -109,7 +109,7 @@ function pretrainedConfig(cfg: RlConfig, model: HfModel): RlConfig {
 
 /** The run's LoRA settings for the factory, or null (full fine-tuning). */
 function runLora(cfg: RlConfig, a: DecoderArch): LoraConfig | null {
-  return cfg.lora ? { rank: cfg.lora.rank, alpha: cfg.lora.alpha, targets: cfg.lora.targets ?? DEFAULT_LORA_TARGETS[a.family] } : null;
+  return cfg.lora ? { rank: cfg.lora.rank, alpha: cfg.lora.alpha, targets: cfg.lora.targets ?? [...DEFAULT_LORA_TARGETS[a.family]] } : null;
 }
 
 /**
@@ -232,6 +232,11 @@ export const trainCommand: Command = {
         'train this Hugging Face model folder (GPT-2, Llama, Qwen2) instead of the lab\'s GPT; LoRA with --set \'{"lora":{"rank":8}}\'',
       value: 'DIR',
     },
+    adapter: {
+      type: 'string',
+      description: 'with --model: start the LoRA adapters from this PEFT adapter folder (its rank, alpha and targets)',
+      value: 'ADIR',
+    },
     'memory-budget': {
       type: 'string',
       description: 'GPU memory (GiB) the step of an imported model may plan for (default 4)',
@@ -264,11 +269,22 @@ export const trainCommand: Command = {
       runtime: rt ?? undefined,
     }));
     const imported = await pretrainedOption(options.model);
+    if (options.adapter !== undefined && !imported) throw new UsageError('coderl train: --adapter needs --model DIR (the base it adapts)');
+    const adapter = imported ? await adapterOption('train', options.adapter, imported.model) : null;
     try {
       let over = await overridesOption(options.set);
       if (reference) over = mergeConfig(over, { rl: { reference: reference.ref } });
       // a pretrained model skips SFT unless the user asks for it
       if (imported) over = mergeConfig(mergeConfig({ sft: { maxSteps: 0 } }, over), { pretrained: imported.ref });
+      if (adapter) {
+        // the adapter's settings are the run's; a --set lora that says otherwise is refused
+        const a = adapter.adapter.config;
+        const given = (over as { lora?: Partial<RunLoraConfig> }).lora;
+        for (const k of ['rank', 'alpha'] as const)
+          if (given?.[k] !== undefined && given[k] !== a[k])
+            throw new UsageError(`coderl train: --set lora.${k} is ${given[k]}, the adapter ${String(options.adapter)} has ${a[k]}`);
+        over = mergeConfig(over, { lora: { rank: a.rank, alpha: a.alpha, targets: [...a.targets], from: adapter.ref } });
+      }
       const suite = await suiteOption(options.suite);
       if (suite) {
         suiteText = suite.text;
@@ -306,6 +322,7 @@ export const trainCommand: Command = {
               lora: runLora(cfg, imported.model.arch),
               contextLength: cfg.model.contextLength,
               microBatch: plan?.microBatch,
+              initAdapter: adapter?.adapter,
             })
           : labGptFactory(backend, rt ?? undefined),
         store: fileRunDir(out),
