@@ -3,8 +3,8 @@
  * printed first, the LoRA targets resolved into config.json), its policy checkpoint exported as a
  * PEFT adapter and as a merged folder (`coderl export-hf --model --checkpoint [--merge]`) whose
  * logits are the trained policy's, the adapter evaluated (`coderl eval --adapter`) and used to
- * start another run (`coderl train --adapter`); a plan over --memory-budget, unknown targets and
- * --adapter without --model are refused with their reasons.
+ * start another run (`coderl train --adapter`, whose rank it fixes); a plan over --memory-budget,
+ * unknown targets, a missing adapter and --adapter without --model are refused with their reasons.
  */
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -113,11 +113,15 @@ describe('coderl train --model', () => {
     // the adapters (every slab value but the value head's C + 1) start as the exported ones
     const n = exported.length - (base.arch.dModel + 1);
     expect(Array.from(sft.params.subarray(0, n))).toEqual(Array.from(exported.subarray(0, n)));
+    // an adapter's settings are the run's: a --set lora.rank that differs is refused
+    const r = capture();
+    expect(await main(args(join(root, 'v'), { ...SET, lora: { rank: 8 } }, ['--adapter', adapterDir]), r.io)).toBe(2);
+    expect(r.err.join('\n')).toMatch(/--set lora.rank is 8, the adapter .* has 4/);
     policy.dispose();
     plain.dispose();
   }, 240_000);
 
-  test('refuses a plan over the budget, unknown targets, a mismatched adapter setting and --adapter without --model', async () => {
+  test('refuses a plan over the budget, unknown targets, a missing adapter folder and --adapter without --model', async () => {
     const c = capture();
     expect(await main([...args(join(root, 'x')), '--memory-budget', '0.001'], c.io)).toBe(2);
     expect(c.err.join('\n')).toMatch(/does not fit 1\.0 MiB: weights .*total .*--memory-budget 0\.001 GiB/);
