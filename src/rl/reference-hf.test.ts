@@ -3,8 +3,9 @@
  * `sha256sum` digest, checked against node:crypto), the vocabulary check (a lab tokenizer and its
  * export pass; another tokenizer, a shorter or longer vocabulary, another eos are refused naming
  * both tokenizers and the first id), the factory (the export of a lab model scores as that model
- * does, KL 0; a changed folder, a short context refused), the run directory's copy, and the
- * pipeline refusing a foreign reference at setup, before SFT.
+ * does, KL 0; a changed folder, a short context refused), the run directory's copy (of the KL
+ * reference, and of a model the run trains, hfPolicyRun), and the pipeline refusing a foreign
+ * reference at setup, before SFT.
  */
 import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
@@ -24,6 +25,8 @@ import { runPipeline, StoppedError } from './pipeline';
 import { isHfReference, referenceLabel } from './reference';
 import {
   assertSameVocabulary,
+  HF_POLICY_KEPT,
+  hfPolicyRun,
   hfReference,
   hfReferenceName,
   loadHfReferenced,
@@ -185,6 +188,58 @@ describe('runHfReference: the run directory keeps a copy', () => {
     await writeJson(other, 'config.json', { cfg: resolveConfig('tiny', MINI_RUN), seed: 1, backend: 'cpu' });
     await runHfReference(other, ref, qwen2());
     expect([...other.files.keys()]).toEqual(['config.json']);
+  });
+});
+
+describe('the model a run trains: a copy in pretrained/hf, loaded as the config names it (hfPolicyRun)', () => {
+  const pretrainedCfg = (over: unknown) => resolveConfig('tiny', mergeConfig(MINI_RUN, over));
+
+  test('copied and named as the KL reference is, in its own directory; the config it records is the model at the run context', async () => {
+    const { ref } = await loadHfReferenced(qwen2());
+    const store = new MemoryRunDir();
+    const copy = await runHfReference(store, ref, qwen2(), HF_POLICY_KEPT);
+    expect([...store.files.keys()].at(-1)).toBe('pretrained/hf/files.json');
+    expect([...store.files.keys()].every((f) => f.startsWith('pretrained/hf/'))).toBe(true);
+    await expect(runHfReference(new MemoryRunDir(), ref, undefined, HF_POLICY_KEPT)).rejects.toThrow(
+      /^the run's policy model is the Hugging Face model qwen2\/ .*\(pretrained\/hf\/files\.json is missing\); import the model in the Hugging Face models panel and pick it as the policy model$/,
+    );
+    await expect(runHfReference(new MemoryRunDir(), { ...ref, sha256: '1'.repeat(64) }, qwen2(), HF_POLICY_KEPT)).rejects.toThrow(
+      /^the model given as the policy model \(fixtures\/qwen2, SHA-256 [0-9a-f]{12}…\) is not the one the config names/,
+    );
+    const cfg = pretrainedCfg({ pretrained: ref, lora: { rank: 4 }, model: { contextLength: 96 } });
+    const run = await hfPolicyRun(copy, cfg, cpu());
+    expect(run.cfg.model).toEqual({ nLayer: 2, dModel: 32, nHead: 4, contextLength: 96, vocabSize: 512 });
+    expect(run.cfg.lora).toEqual({ rank: 4, alpha: 8, targets: ['q_proj', 'v_proj'] });
+    expect(run.plan.microBatch).toBe(4); // every rollout of an iteration (2 x 2) in one micro-batch
+    expect(run.policies.pretrained?.config).toEqual(run.cfg.model);
+    expect(run.policies.pretrained?.describe()).toMatch(/LoRA r4 alpha 8 on q_proj, v_proj \(4 modules\)$/);
+    const full = await hfPolicyRun(copy, pretrainedCfg({ pretrained: ref, model: { contextLength: 96 } }), cpu());
+    expect(full.cfg.lora).toBeUndefined();
+    expect(full.policies.pretrained?.describe()).toMatch(/full fine-tuning$/);
+  });
+
+  test('refused, naming what is wrong: another model, a longer context, a target it lacks, a PEFT adapter to start from', async () => {
+    const { ref } = await loadHfReferenced(qwen2());
+    // named as the run directory's copy is
+    const run = (over: unknown) =>
+      hfPolicyRun(
+        memoryFolder('qwen2', qwen2Files()),
+        pretrainedCfg({ pretrained: ref, model: { contextLength: 96 }, ...(over as object) }),
+        cpu(),
+      );
+    await expect(run({ pretrained: { ...ref, sha256: '2'.repeat(64) } })).rejects.toThrow(
+      /^the policy model qwen2 is not the model the config names \(config\.pretrained\), qwen2\/ \(SHA-256 222222222222…\): its SHA-256 .* is [0-9a-f]{12}…$/,
+    );
+    await expect(run({ model: { contextLength: 300 } })).rejects.toThrow(
+      'config.model.contextLength: 300 exceeds the 256 positions of qwen2',
+    );
+    await expect(run({ lora: { rank: 4, targets: ['c_fc'] } })).rejects.toThrow(
+      /^qwen2: config\.lora\.targets: "c_fc" names no linear module/,
+    );
+    await expect(run({ lora: { rank: 4, from: { name: 'adapter/', sha256: '3'.repeat(64) } } })).rejects.toThrow(
+      /^config\.lora\.from: the run starts its LoRA adapters from the PEFT adapter adapter\/ .*which the app cannot load/,
+    );
+    await expect(hfPolicyRun(qwen2(), pretrainedCfg({}), cpu())).rejects.toThrow(/names no imported model \(config\.pretrained\)/);
   });
 });
 

@@ -6,8 +6,10 @@
  * - assertSameVocabulary: the reference must have the run's tokenizer (every id's bytes and the
  *   end-of-sequence id), or the KL compares log-probs of different tokens;
  * - hfReference: the pipeline's `reference` factory (an HfPolicy on the run's engine);
- * - runHfReference (the app): the run directory keeps a copy of the folder (reference/hf/), so a
- *   run resumes, after a reload too, without the model being imported again.
+ * - hfPolicyRun (the app): the policies of a run that trains a folder (config.pretrained);
+ * - runHfReference (the app): the run directory keeps a copy of the folder (reference/hf/ for the
+ *   KL reference, pretrained/hf/ for the model a run trains: HF_REFERENCE_KEPT, HF_POLICY_KEPT),
+ *   so a run resumes, after a reload too, without the model being imported again.
  *
  * The record of a folder is { name: "<folder's base name>/", sha256 } (the "/" at the end is
  * how a folder is told from an ONNX file). Its SHA-256 is that of the text `sha256sum` prints for
@@ -24,11 +26,13 @@ import { HF_FILES, isModelFile, type ModelFolder } from '../hf/folder';
 import { loadHfFolder, type HfModel } from '../hf/load';
 import type { BackendKind } from '../model/backend';
 import type { ModelConfig } from '../model/config';
+import { MemoryPlanError, type MemoryPlan } from '../model/memory-plan';
 import { readSafetensorsIndex } from '../model/safetensors';
-import type { Policy } from '../policy';
+import { hfPolicyFactory, type Policy, type PolicyFactory } from '../policy';
 import { HfPolicy } from '../policy/hf';
 import type { TextTokenizer } from '../tokenizer/types';
 import type { RlConfig } from './config';
+import { pretrainedRunConfig, runLora, runMemoryPlan } from './pretrained';
 import { describeReference, type ReferenceRef } from './reference';
 import { readJson, writeJson, type RunDir } from './run-dir';
 import { sha256Hex } from './tasks/from-suite';
@@ -36,6 +40,32 @@ import { sha256Hex } from './tasks/from-suite';
 /** Where a run directory keeps a Hugging Face KL reference: its files, and last the list of them. */
 export const REFERENCE_HF_DIR = 'reference/hf';
 export const REFERENCE_HF_FILES = `${REFERENCE_HF_DIR}/files.json`;
+
+/** A Hugging Face folder a run directory keeps a copy of: where, the config path that names it, and what the run uses it as. */
+export interface KeptHfFolder {
+  /** the copy's directory in the run directory (its files, then `<dir>/files.json` last) */
+  dir: string;
+  /** the dotted config path holding the folder's record ({name, sha256}) */
+  configPath: string;
+  /** what the run uses it as, for messages: "KL reference", "policy model" */
+  role: string;
+}
+
+/** The KL reference's copy (config.rl.reference). */
+export const HF_REFERENCE_KEPT: KeptHfFolder = {
+  dir: REFERENCE_HF_DIR,
+  configPath: 'rl.reference',
+  role: 'KL reference',
+};
+
+/** The copy of the model a run trains (config.pretrained). */
+export const HF_POLICY_KEPT: KeptHfFolder = {
+  dir: 'pretrained/hf',
+  configPath: 'pretrained',
+  role: 'policy model',
+};
+
+const filesJson = (kept: KeptHfFolder): string => `${kept.dir}/files.json`;
 
 const short = (sha: string): string => `${sha.slice(0, 12)}…`;
 const byCodeUnits = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
@@ -160,43 +190,58 @@ export function hfReference(
   };
 }
 
-/** The copy a run directory keeps, as a folder named `name` (its files.json lists the files). */
-function runDirFolder(store: RunDir, name: string, files: readonly string[]): ModelFolder {
+/** The copy a run directory keeps in `dir`, as a folder named `name` (its files.json lists the files). */
+function runDirFolder(store: RunDir, dir: string, name: string, files: readonly string[]): ModelFolder {
   return {
     name,
     files: async () => [...files],
     async read(file) {
-      const b = files.includes(file) ? await store.read(`${REFERENCE_HF_DIR}/${file}`) : null;
-      if (!b) throw new Error(`${name}: no file ${file} in the run directory's copy (${REFERENCE_HF_DIR}/${file})`);
+      const b = files.includes(file) ? await store.read(`${dir}/${file}`) : null;
+      if (!b) throw new Error(`${name}: no file ${file} in the run directory's copy (${dir}/${file})`);
       return b;
     },
   };
 }
 
+/** The record a stored config holds at a dotted path, if any. */
+function recordAt(cfg: unknown, path: string): { name?: unknown; sha256?: unknown } | undefined {
+  let v: unknown = cfg;
+  for (const k of path.split('.')) v = typeof v === 'object' && v !== null ? (v as Record<string, unknown>)[k] : undefined;
+  return typeof v === 'object' && v !== null ? (v as { name?: unknown; sha256?: unknown }) : undefined;
+}
+
 /**
- * The KL reference folder of the run `store` holds, whose config names `named`. The run
- * directory's copy is used when there is one (hfReference checks its SHA-256 on every load);
- * otherwise `given` (the page's stored model) is copied there, its model files one at a time,
- * hashed as they go, and files.json written last, only when the copy is the model `named` names
- * (a wrong or damaged model leaves no complete copy). A directory holding another run's config is
- * left as it is (the pipeline refuses that config next).
+ * The Hugging Face folder of the run `store` holds, whose config names `named` at
+ * `kept.configPath` (default: the KL reference, config.rl.reference, kept in reference/hf/; the
+ * model a run trains is HF_POLICY_KEPT: config.pretrained, pretrained/hf/). The run directory's
+ * copy is used when there is one (its loader checks its SHA-256 on every load); otherwise `given`
+ * (the page's stored model) is copied there, its model files one at a time, hashed as they go,
+ * and files.json written last, only when the copy is the model `named` names (a wrong or damaged
+ * model leaves no complete copy). A directory holding another run's config is left as it is (the
+ * pipeline refuses that config next).
  */
-export async function runHfReference(store: RunDir, named: ReferenceRef, given?: ModelFolder): Promise<ModelFolder> {
+export async function runHfReference(
+  store: RunDir,
+  named: ReferenceRef,
+  given?: ModelFolder,
+  kept: KeptHfFolder = HF_REFERENCE_KEPT,
+): Promise<ModelFolder> {
   const name = named.name.replace(/\/+$/, '') || named.name;
-  const kept = await readJson<{ files?: unknown }>(store, REFERENCE_HF_FILES);
-  if (kept) {
-    if (!Array.isArray(kept.files) || !kept.files.every((f) => typeof f === 'string'))
-      throw new Error(`${REFERENCE_HF_FILES} in the run directory is not a list of files; use a new run name`);
-    return runDirFolder(store, name, kept.files as string[]);
+  const list = filesJson(kept);
+  const have = await readJson<{ files?: unknown }>(store, list);
+  if (have) {
+    if (!Array.isArray(have.files) || !have.files.every((f) => typeof f === 'string'))
+      throw new Error(`${list} in the run directory is not a list of files; use a new run name`);
+    return runDirFolder(store, kept.dir, name, have.files as string[]);
   }
   if (!given) {
     throw new Error(
-      `the run's KL reference is the Hugging Face model ${describeReference(named)}, and the run directory does not hold it (${REFERENCE_HF_FILES} is missing); ` +
-        'import the model in the Hugging Face models panel and pick it as the KL reference',
+      `the run's ${kept.role} is the Hugging Face model ${describeReference(named)}, and the run directory does not hold it (${list} is missing); ` +
+        `import the model in the Hugging Face models panel and pick it as the ${kept.role}`,
     );
   }
   const existing = await readJson<{ cfg?: RlConfig }>(store, 'config.json');
-  const other = existing?.cfg?.rl?.reference;
+  const other = recordAt(existing?.cfg, kept.configPath);
   if (existing && (other?.name !== named.name || other.sha256 !== named.sha256)) return given;
 
   const files = (await given.files()).filter(isModelFile).sort(byCodeUnits);
@@ -206,14 +251,59 @@ export async function runHfReference(store: RunDir, named: ReferenceRef, given?:
     const bytes = await given.read(f);
     if (isHashed(f)) digests.set(f, await sha256Hex(bytes));
     if (f === HF_FILES.index) indexText = new TextDecoder().decode(bytes);
-    await store.write(`${REFERENCE_HF_DIR}/${f}`, bytes);
+    await store.write(`${kept.dir}/${f}`, bytes);
   }
   const weights = weightFiles(new Set(files), indexText);
   const sha = weights.every((w) => digests.has(w)) && digests.has(HF_FILES.config) ? await hfFolderSha256(digests, weights) : null;
   if (sha !== named.sha256)
     throw new Error(
-      `the model given as the KL reference (${given.name}, SHA-256 ${sha ? short(sha) : 'of no complete folder'}) is not the one the config names, ${describeReference(named)}`,
+      `the model given as the ${kept.role} (${given.name}, SHA-256 ${sha ? short(sha) : 'of no complete folder'}) is not the one the config names, ${describeReference(named)}`,
     );
-  await writeJson(store, REFERENCE_HF_FILES, { files });
-  return runDirFolder(store, name, files);
+  await writeJson(store, list, { files });
+  return runDirFolder(store, kept.dir, name, files);
+}
+
+/**
+ * The policies of a run that trains the imported model in `folder` (the run directory's copy,
+ * runHfReference with HF_POLICY_KEPT), as `coderl train --model DIR` makes them: the folder is
+ * loaded and refused unless it is the model config.pretrained names (its SHA-256); the config the
+ * run records is the model's shape at the run's context with the LoRA targets resolved
+ * (pretrained.ts pretrainedRunConfig); the memory plan of one step must fit MEMORY_BUDGET_GIB and
+ * gives the micro-batch; then hfPolicyFactory (LoRA or full fine-tuning) on the run's engine.
+ * Every error names the model and what is wrong.
+ */
+export async function hfPolicyRun(
+  folder: ModelFolder,
+  cfg: RlConfig,
+  engine: { backend: BackendKind; runtime?: GpuRuntime },
+): Promise<{ cfg: RlConfig; plan: MemoryPlan; policies: PolicyFactory }> {
+  const named = cfg.pretrained;
+  if (!named) throw new Error('hfPolicyRun: the config names no imported model (config.pretrained)');
+  const { model, ref } = await loadHfReferenced(folder);
+  const what = `the policy model ${model.folder}`;
+  if (ref.sha256 !== named.sha256)
+    throw new Error(
+      `${what} is not the model the config names (config.pretrained), ${describeReference(named)}: its SHA-256 (config.json and its safetensors files) is ${short(ref.sha256)}`,
+    );
+  if (cfg.lora?.from)
+    throw new Error(
+      `config.lora.from: the run starts its LoRA adapters from the PEFT adapter ${describeReference(cfg.lora.from)}, which the app cannot load; ` +
+        'run it with coderl train --model DIR --adapter ADIR, or leave lora.from out',
+    );
+  const run = pretrainedRunConfig(cfg, model.arch, model.folder);
+  let plan: MemoryPlan;
+  try {
+    plan = runMemoryPlan(run, model.arch);
+  } catch (e) {
+    if (e instanceof MemoryPlanError) throw new Error(`${what}: ${e.message}`, { cause: e });
+    throw e;
+  }
+  const policies = hfPolicyFactory(model, {
+    backend: engine.backend,
+    runtime: engine.runtime,
+    lora: runLora(run, model.arch),
+    contextLength: run.model.contextLength,
+    microBatch: plan.microBatch,
+  });
+  return { cfg: run, plan, policies };
 }
