@@ -4,7 +4,9 @@
  * sandbox pool on module Web Workers, the analyzer with the browser's wasm loader, and a GPU
  * runtime of its own (the cpu backend when WebGPU is not usable); an ONNX KL reference runs in
  * onnxruntime-web's wasm provider, kept in the run directory (reference.ts), a Hugging Face one
- * on the run's engine, copied there from the page's model store (reference-hf.ts). The run worker
+ * on the run's engine, copied there from the page's model store (reference-hf.ts). A run that trains
+ * an imported Hugging Face model (config.pretrained) keeps its copy there too (pretrained/hf) and
+ * trains it with LoRA or fully (reference-hf.ts hfPolicyRun) instead of the lab's GPT. The run worker
  * (run-worker.ts) calls runInBrowser, so all of this lives in that worker, off the page's main
  * thread; the page loads this module lazily only to read stored runs.
  */
@@ -23,7 +25,7 @@ import type { Metrics } from './ppo-loop';
 import { hfModelStore } from '../hf/browser';
 import type { ModelFolder } from '../hf/folder';
 import { isHfReference, onnxReference, REFERENCE_TOKENIZER_FILE, runReference, type ReferenceFiles } from './reference';
-import { hfReference, runHfReference } from './reference-hf';
+import { HF_POLICY_KEPT, hfPolicyRun, hfReference, runHfReference } from './reference-hf';
 import type { RunBackend, RunStorageKind } from './run-protocol';
 import { readJson } from './run-dir';
 import { runStorage } from './run-dir-browser';
@@ -52,6 +54,8 @@ export interface BrowserRunOptions {
   reference?: ReferenceFiles;
   /** the stored Hugging Face model cfg.rl.reference names, when the page has it (reference-hf.ts runHfReference) */
   hfReference?: { id: string };
+  /** the stored Hugging Face model cfg.pretrained names, when the page has it (copied into pretrained/hf, reference-hf.ts) */
+  hfPolicy?: { id: string };
 }
 
 /** What a run directory holds. */
@@ -155,6 +159,7 @@ function drillable(f: PolicyFactory): PolicyFactory {
   return {
     family: f.family,
     backend: f.backend,
+    pretrained: f.pretrained,
     init: (spec, seed, optim) => track(f.init(spec, seed, optim), optim),
     fromParams: (spec, params, optim, optimizer) => track(f.fromParams(spec, params, optim, optimizer), optim),
     load: (spec, bytes, optim, withOptimizer) => track(f.load(spec, bytes, optim, withOptimizer), optim),
@@ -177,6 +182,8 @@ export async function runInBrowser(o: BrowserRunOptions): Promise<Summary> {
   const named = o.cfg.rl.reference;
   const refFiles = named && isHfReference(named) ? undefined : await runReference(store, named, o.reference);
   const hfFolder = named && isHfReference(named) ? await runHfReference(store, named, await storedModel(o.hfReference)) : undefined;
+  const pretrained = o.cfg.pretrained;
+  const policyFolder = pretrained ? await runHfReference(store, pretrained, await storedModel(o.hfPolicy), HF_POLICY_KEPT) : undefined;
   const { runtime, note } = o.backend === 'webgpu' ? await openRuntime() : { runtime: null, note: null };
   const backend: RunBackend = runtime ? 'webgpu' : 'cpu';
   drill.runtime = runtime;
@@ -193,13 +200,17 @@ export async function runInBrowser(o: BrowserRunOptions): Promise<Summary> {
         )
       : refFiles && onnxReference(wasmOrt, { ...refFiles, file: named.name, tokenizerFile: REFERENCE_TOKENIZER_FILE }, what);
   try {
+    const engine = { backend, runtime: runtime ?? undefined };
+    // an imported model: the config it records is its shape with the LoRA targets resolved, as coderl train --model writes it
+    const hf = policyFolder ? await hfPolicyRun(policyFolder, o.cfg, engine) : null;
+    const cfg = hf?.cfg ?? o.cfg;
     return await runPipeline({
-      cfg: o.cfg,
+      cfg,
       seed: o.seed,
-      policies: drillable(labGptFactory(backend, runtime ?? undefined)),
+      policies: drillable(hf?.policies ?? labGptFactory(backend, runtime ?? undefined)),
       store,
       scorer: s,
-      exploreFor: (tok) => exploreHook(tok, o.cfg.explore),
+      exploreFor: (tok) => exploreHook(tok, cfg.explore),
       onEvent: o.onEvent,
       onMetrics: o.onMetrics,
       shouldStop: o.shouldStop,

@@ -40,6 +40,11 @@ export type ToRunWorker =
        * the page has it (a new run); the worker copies it into the run directory (reference-hf.ts)
        */
       hfReference?: { id: string };
+      /**
+       * the stored Hugging Face model cfg.pretrained names (the model the run trains), when the page
+       * has it (a new run); the worker copies it into the run directory's pretrained/hf (reference-hf.ts)
+       */
+      hfPolicy?: { id: string };
       /** a Web Lock the worker holds while it lives; the page gets it when the worker has died */
       lifeLock?: string;
     }

@@ -55,6 +55,7 @@ const { post } = hostWorker(RUN_WORKER, {
         suiteText: m.suiteText,
         reference: m.reference,
         hfReference: m.hfReference,
+        hfPolicy: m.hfPolicy,
         onBackend: (backend, note) => post({ type: 'backend', backend, note }),
         onEvent: (event) => post({ type: 'event', event }),
         onMetrics: (stage, metrics) => post({ type: 'metrics', stage, metrics }),

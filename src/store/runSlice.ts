@@ -203,8 +203,12 @@ export const createRunSlice: StateCreator<LabState, [], [], RunSlice> = (set, ge
       const imported = importedReference(cfg.rl.reference, get().evaluation.onnxModels);
       const reference = imported ? { bytes: imported.bytes, tokenizerText: imported.tokenizerText } : undefined;
       // a Hugging Face model of the Models panel: the worker copies it from the model store itself
-      const hf = importedReference(cfg.rl.reference, hfReferenceModels(get().models.items));
+      const hfModels = hfReferenceModels(get().models.items);
+      const hf = importedReference(cfg.rl.reference, hfModels);
       const hfReference = hf ? { id: hf.id } : undefined;
+      // the model the run trains (config.pretrained), found as the reference is
+      const trained = importedReference(cfg.pretrained, hfModels);
+      const hfPolicy = trained ? { id: trained.id } : undefined;
       patch({
         status: 'running',
         name,
@@ -225,13 +229,15 @@ export const createRunSlice: StateCreator<LabState, [], [], RunSlice> = (set, ge
       });
       try {
         const { backend, note } = await askedBackend(get, 'run', get().setup.backend);
-        patch({ backend, note, message: 'starting the run worker', estimate: estimateFor(cfg, seed, backend, get().gpu) });
+        // the cost model is the lab GPT's: an imported model has no estimate (nor calibrates one), as in coderl train
+        const estimate = cfg.pretrained ? null : estimateFor(cfg, seed, backend, get().gpu);
+        patch({ backend, note, message: 'starting the run worker', estimate });
         const { kind: storage } = await runStorage();
         const worker = startWorker(
           () => new Worker(new URL('../rl/run-worker.ts', import.meta.url), { type: 'module', name: `coderl run ${name}` }),
           RUN_WORKER,
           {
-            start: { type: 'start', cfg, seed, run: name, backend, storage, suiteText, reference, hfReference },
+            start: { type: 'start', cfg, seed, run: name, backend, storage, suiteText, reference, hfReference, hfPolicy },
             lost: 'the run worker stopped without a word (it crashed, or the browser ended it, e.g. out of memory). What finished is saved; Resume continues from the last checkpoint.',
             onMessage: (m) => {
               if (m.type === 'event') {
