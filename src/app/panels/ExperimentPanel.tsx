@@ -1,6 +1,7 @@
 /**
  * Experiment setup: a preset, a seed, a run name, where the tasks come from (built-in families
- * or a suite file), the KL reference (the SFT policy or an imported ONNX model), the settings form and the JSON overrides it edits (validated as `coderl train
+ * or a suite file), the model the run trains (the lab's GPT, or an imported Hugging Face model with LoRA or
+ * full fine-tuning), the KL reference (the SFT policy or an imported model), the settings form and the JSON overrides it edits (validated as `coderl train
  * --set` validates them), Start, Pause/Continue and Stop, one progress bar per pipeline phase,
  * and the summary.
  * The run directory of the name is read as the name changes: a finished run shows its stored
@@ -19,6 +20,7 @@ import { overridesOf, parseSettings } from '../../store/runSlice';
 import { downloadBlob } from '../download';
 import { effective } from '../setup/fields';
 import { SettingsForm } from '../setup/SettingsForm';
+import { PolicyPicker } from '../setup/PolicyPicker';
 import { ReferencePicker } from '../setup/ReferencePicker';
 import { storedReference } from '../setup/reference';
 import { SuitePicker } from '../setup/SuitePicker';
@@ -66,6 +68,9 @@ export function ExperimentPanel() {
   /** fields of the settings form holding invalid text */
   const [drafts, setDrafts] = useState(0);
   const onDrafts = useCallback((n: number) => setDrafts(n), []);
+  /** why the policy model, as chosen, cannot be trained (a memory plan over budget, ...) */
+  const [policyProblem, setPolicyProblem] = useState<string | null>(null);
+  const onPolicyProblem = useCallback((p: string | null) => setPolicyProblem(p), []);
   const id = useId();
 
   const runDir = name ?? `${preset}-seed${seed}`;
@@ -74,7 +79,7 @@ export function ExperimentPanel() {
   const seedOk = seed.trim() !== '' && Number.isSafeInteger(seedValue) && seedValue >= 0;
   const nameError = nameProblem(runDir);
   const busy = status === 'running' || status === 'stopping';
-  const valid = settings.cfg !== null && seedOk && nameError === null && drafts === 0;
+  const valid = settings.cfg !== null && seedOk && nameError === null && drafts === 0 && policyProblem === null;
   const parsedOver = useMemo(() => {
     try {
       const v: unknown = overrides.trim() ? JSON.parse(overrides) : {};
@@ -203,6 +208,14 @@ export function ExperimentPanel() {
             suiteText={suiteText}
             onSuiteText={setSuiteText}
             disabled={busy}
+          />
+          <PolicyPicker
+            preset={preset}
+            overrides={parsedOver}
+            cfg={shown}
+            onOverrides={setOverrides}
+            disabled={busy}
+            onProblem={onPolicyProblem}
           />
           <ReferencePicker preset={preset} overrides={parsedOver} cfg={shown} onOverrides={setOverrides} disabled={busy} />
           <SettingsForm

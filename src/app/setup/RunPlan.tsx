@@ -56,17 +56,32 @@ export function BackendPicker({ disabled }: { disabled: boolean }) {
 export function RunPlan({ cfg, seed }: { cfg: RlConfig | null; seed: number }) {
   const gpu = useLab((s) => s.gpu);
   const { backend } = useChosenBackend();
-  const est = useMemo(() => (cfg ? estimateFor(cfg, seed, backend, gpu) : null), [cfg, seed, backend, gpu]);
+  // the cost model is the lab GPT's: an imported model has no estimate yet (as in coderl train --model)
+  const est = useMemo(() => (cfg && !cfg.pretrained ? estimateFor(cfg, seed, backend, gpu) : null), [cfg, seed, backend, gpu]);
   if (!cfg) return null;
   const m = cfg.model;
-  const stages = ['SFT', cfg.rm.enabled ? 'reward model' : null, cfg.rl.algo === 'grpo' ? (cfg.rl.groupStd ? 'GRPO' : 'Dr. GRPO') : 'PPO'];
+  const rl = cfg.rl.algo === 'grpo' ? (cfg.rl.groupStd ? 'GRPO' : 'Dr. GRPO') : 'PPO';
+  const pre = cfg.pretrained;
+  const stages = [pre && cfg.sft.maxSteps === 0 ? null : 'SFT', cfg.rm.enabled ? 'reward model' : null, rl];
+  const how = cfg.lora
+    ? `LoRA r${cfg.lora.rank} alpha ${cfg.lora.alpha} on ${cfg.lora.targets?.join(', ') ?? "the architecture's default modules"}`
+    : 'full fine-tuning';
   return (
     <div className="exp-plan" data-testid="exp-plan">
-      <p data-testid="exp-plan-model">
-        <strong>Trains its own model from scratch</strong>: {m.nLayer} layers, width {m.dModel}, {m.nHead} heads, context {m.contextLength},
-        a tokenizer of up to {m.vocabSize} tokens learnt from the run's tasks; then {stages.filter(Boolean).join(' → ')}. Checkpoints made
-        under <em>Checkpoints → New model</em> are not used by a run (evaluate them under <em>Evaluate</em>).
-      </p>
+      {pre ? (
+        <p data-testid="exp-plan-model" data-pretrained={pre.name}>
+          <strong>Trains the Hugging Face model {pre.name}</strong>: {m.nLayer} layers, width {m.dModel}, {m.nHead} heads, context{' '}
+          {m.contextLength}, its own tokenizer; {how}, a fresh value head; {cfg.sft.maxSteps === 0 ? 'SFT skipped, ' : ''}then{' '}
+          {stages.filter(Boolean).join(' → ')}. No time estimate yet: the estimates are measured on the lab's GPT.
+        </p>
+      ) : (
+        <p data-testid="exp-plan-model">
+          <strong>Trains its own model from scratch</strong>: {m.nLayer} layers, width {m.dModel}, {m.nHead} heads, context{' '}
+          {m.contextLength}, a tokenizer of up to {m.vocabSize} tokens learnt from the run's tasks; then{' '}
+          {stages.filter(Boolean).join(' → ')}. Checkpoints made under <em>Checkpoints → New model</em> are not used by a run (evaluate them
+          under <em>Evaluate</em>).
+        </p>
+      )}
       {est && (
         <details className="exp-estimate" data-testid="exp-estimate" data-seconds={Math.round(est.seconds)}>
           <summary>
