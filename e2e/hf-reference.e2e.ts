@@ -12,7 +12,6 @@
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { hfFolderFiles, labArch, labWeights } from '../src/hf/export';
 import { nodeFolder } from '../src/hf/node';
@@ -22,6 +21,7 @@ import { loadHfReferenced } from '../src/rl/reference-hf';
 import { MINI_RUN } from '../src/rl/testing';
 import { Tokenizer } from '../src/tokenizer';
 import { labTokenizerToHf } from '../src/tokenizer/export-hf';
+import { importFolder, runError, runToEnd } from './app-steps';
 import { chromiumSession, SCREENSHOTS } from './browser';
 import { nodeRun, opfsFiles, readOpfsText } from './run-fixture';
 
@@ -54,27 +54,6 @@ beforeAll(async () => {
 afterAll(async () => {
   if (dir) await rm(dir, { recursive: true, force: true });
 });
-
-async function importFolder(page: Page, folder: string): Promise<void> {
-  const models = page.getByTestId('models');
-  const before = Number(await models.getAttribute('data-attempts'));
-  await page.getByTestId('models-folder-input').setInputFiles(folder);
-  await expect.poll(async () => Number(await models.getAttribute('data-attempts')), { timeout: 60_000 }).toBe(before + 1);
-  if (await page.getByTestId('models-error').count())
-    throw new Error(`import failed: ${await page.getByTestId('models-error').textContent()}`);
-}
-
-async function runToEnd(page: Page): Promise<string> {
-  await page.getByTestId('exp-start').click();
-  const status = page.getByTestId('exp-status');
-  await expect.poll(() => status.textContent(), { timeout: 100_000, interval: 250 }).toMatch(/^(done|error|stopped)$/);
-  return (await status.textContent())!;
-}
-
-const runError = async (page: Page): Promise<string> => {
-  const e = page.getByTestId('exp-error');
-  return (await e.count()) ? ((await e.textContent()) ?? '') : '';
-};
 
 describe('a Hugging Face model as the KL reference (Chromium)', () => {
   test("another tokenizer is refused at setup; the export of the run's SFT model trains a run that keeps a copy and resumes from it", async () => {
