@@ -76,6 +76,28 @@ export async function tfjsFinish(tf: Tf): Promise<void> {
   await be.device.queue.onSubmittedWorkDone();
 }
 
+/**
+ * Runs `fn` (which must finish its GPU work: tfjsFinish or a read) inside validation and
+ * out-of-memory error scopes on TF.js's device and throws the first error: TF.js itself only
+ * logs them, and a kernel whose pipeline failed (e.g. more storage buffers than the adapter
+ * binds) leaves its output unwritten.
+ */
+export async function tfjsChecked<T>(tf: Tf, what: string, fn: () => Promise<T>): Promise<T> {
+  const { device } = webgpuBackend(tf);
+  device.pushErrorScope('validation');
+  device.pushErrorScope('out-of-memory');
+  let out: { value: T } | { error: unknown };
+  try {
+    out = { value: await fn() };
+  } catch (error) {
+    out = { error };
+  }
+  const errors = [await device.popErrorScope(), await device.popErrorScope()].filter((e) => e !== null);
+  if (errors.length) throw new Error(`TF.js ${what}: WebGPU error: ${errors.map((e) => e.message).join('; ')}`);
+  if ('error' in out) throw out.error;
+  return out.value;
+}
+
 /** out (M, N) = a (M, K) · b (N, K)^T in TF.js, the engine's weight layout. */
 export class TfjsMatmul {
   private readonly a: Tensor2D;
