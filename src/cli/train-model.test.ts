@@ -113,6 +113,10 @@ describe('coderl train --model', () => {
     // the adapters (every slab value but the value head's C + 1) start as the exported ones
     const n = exported.length - (base.arch.dModel + 1);
     expect(Array.from(sft.params.subarray(0, n))).toEqual(Array.from(exported.subarray(0, n)));
+    // as a lab checkpoint it is refused, saying how to evaluate it
+    const lab = capture();
+    expect(await main(['eval', '--suite', join(run, 'tasks', 'heldout.jsonl'), '--checkpoint', ckpt], lab.io)).toBe(2);
+    expect(lab.err.join('\n')).toMatch(/a run on an imported Hugging Face model .*--adapter/);
     // an adapter's settings are the run's: a --set lora.rank that differs is refused
     const r = capture();
     expect(await main(args(join(root, 'v'), { ...SET, lora: { rank: 8 } }, ['--adapter', adapterDir]), r.io)).toBe(2);

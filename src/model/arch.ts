@@ -1,3 +1,4 @@
+import type { ModelConfig } from './config';
 /**
  * A decoder architecture as data: which norm, which positions, which MLP, which biases, how
  * many key/value heads. GPT-2, Llama (SmolLM2) and Qwen2 are three values of `DecoderArch`, read
@@ -316,4 +317,9 @@ export function decoderTensors(a: DecoderArch): DecoderTensorSpec[] {
 /** Parameters of an architecture (what the tensors hold). */
 export function archParameterCount(a: DecoderArch): number {
   return decoderTensors(a).reduce((s, t) => s + t.shape.reduce((x, y) => x * y, 1), 0);
+}
+
+/** The lab's ModelConfig of an architecture at a run's context: layers, width, heads, the model's vocabulary. */
+export function archModelConfig(a: DecoderArch, contextLength: number): ModelConfig {
+  return { nLayer: a.nLayer, dModel: a.dModel, nHead: a.nHead, contextLength, vocabSize: a.vocabSize };
 }

@@ -4,6 +4,7 @@
  * versioned binary container of src/container. Loading validates the config and checks every
  * tensor against the table the config implies.
  */
+import { readSafetensors } from './safetensors';
 import { assertCompatible, CheckpointError, decodeCheckpoint, encodeCheckpoint, type TensorInput } from '../container';
 import { validateModelConfig, type ModelConfig } from './config';
 import { paramTable, type ParamTable } from './params';
@@ -46,6 +47,11 @@ export function saveModel(s: ModelSnapshot): Uint8Array {
 
 /** Decodes and validates a checkpoint; `expect` (a config) turns any difference into an error that lists it. */
 export function loadModel(bytes: Uint8Array, expect?: ModelConfig): ModelSnapshot {
+  if (isImportedModelCheckpoint(bytes))
+    throw new CheckpointError(
+      "this is a checkpoint of a run on an imported Hugging Face model (coderl train --model DIR), not of the lab's GPT: " +
+        'evaluate it with its base model (coderl export-hf --model DIR --checkpoint C --out A, then coderl eval --model DIR --adapter A)',
+    );
   const d = decodeCheckpoint(bytes);
   let config: ModelConfig;
   try {
@@ -75,4 +81,13 @@ export function loadModel(bytes: Uint8Array, expect?: ModelConfig): ModelSnapsho
 function checkSlab(table: ParamTable, slab: Float32Array, what: string): void {
   if (slab.length !== table.total)
     throw new Error(`saveModel: ${what} has ${slab.length} floats, the parameter table needs ${table.total}`);
+}
+
+/** Whether bytes are a policy checkpoint of an imported model (policy/hf-train.ts: safetensors whose metadata names coderl-hf-policy). */
+function isImportedModelCheckpoint(bytes: Uint8Array): boolean {
+  try {
+    return /^coderl-hf-policy\//.test(readSafetensors(bytes, 'checkpoint').metadata['format'] ?? '');
+  } catch {
+    return false;
+  }
 }

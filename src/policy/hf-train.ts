@@ -21,7 +21,7 @@ import type { HfModel } from '../hf/load';
 import { mergeLora, type LoraAdapter } from '../hf/peft';
 import type { RlLossConfig } from '../kernels/ppo_loss_ref';
 import { RL_ROLLOUT_FIELDS } from '../kernels/ppo_loss_ref';
-import { decoderTensors, describeArch, type DecoderArch } from '../model/arch';
+import { archModelConfig, decoderTensors, describeArch, type DecoderArch } from '../model/arch';
 import type { BackendKind, TrainStepResult } from '../model/backend';
 import type { ModelConfig } from '../model/config';
 import type { ForwardInput } from '../model/cpu';
@@ -402,10 +402,7 @@ function fullWeights(a: DecoderArch, named: ReadonlyMap<string, Float32Array>): 
 }
 
 /** What a run records of an imported model's shape: layers, width, heads, the run's context, the model's vocabulary. */
-export function hfModelConfig(model: HfModel, contextLength: number): ModelConfig {
-  const a = model.arch;
-  return { nLayer: a.nLayer, dModel: a.dModel, nHead: a.nHead, contextLength, vocabSize: a.vocabSize };
-}
+export const hfModelConfig = (model: HfModel, contextLength: number): ModelConfig => archModelConfig(model.arch, contextLength);
 
 /** The checkpoint bytes of a slab (and its AdamW state). */
 function writeHfCheckpoint(arch: DecoderArch, lora: LoraConfig | null, slab: readonly SlabTensor[], c: PolicyCheckpoint): Uint8Array {

@@ -12,7 +12,7 @@
  *   refusing a context longer than its positions and targets it does not have.
  * Only the architecture is needed (config.json), never the weights: the page imports this module.
  */
-import type { DecoderArch } from '../model/arch';
+import { archModelConfig, type DecoderArch } from '../model/arch';
 import type { ModelConfig } from '../model/config';
 import { DEFAULT_LORA_TARGETS, LoraError, linearModules, loraModules, type LoraConfig } from '../model/lora';
 import { planMemory, type MemoryPlan } from '../model/memory-plan';
@@ -21,10 +21,8 @@ import { RlConfigError, type RlConfig } from './config';
 /** The GPU memory (GiB) one step of an imported model may plan for (coderl train --memory-budget's default). */
 export const MEMORY_BUDGET_GIB = 4;
 
-/** The shape of the model at the run's context, as policy/hf-train.ts hfModelConfig gives it. */
-export function pretrainedModelConfig(a: DecoderArch, contextLength: number): ModelConfig {
-  return { nLayer: a.nLayer, dModel: a.dModel, nHead: a.nHead, contextLength, vocabSize: a.vocabSize };
-}
+/** The shape of the model at the run's context (model/arch.ts archModelConfig, as the policies' config). */
+export const pretrainedModelConfig = (a: DecoderArch, contextLength: number): ModelConfig => archModelConfig(a, contextLength);
 
 /** The linear modules' names LoRA can target, once each, in the layer's order (gpt2: c_attn, c_proj, c_fc). */
 export function loraTargetNames(a: DecoderArch): string[] {

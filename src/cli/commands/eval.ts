@@ -106,7 +106,7 @@ export const evalCommand: Command = {
       close = open.close;
     } else {
       const bytes = await readInput('eval', ckptPath as string);
-      const snap = loadModel(bytes);
+      const snap = await asUsage('eval', () => loadModel(bytes));
       if (!snap.tokenizer) throw new UsageError(`coderl eval: ${ckptPath} carries no tokenizer; it cannot be sampled from text prompts`);
       tok = Tokenizer.fromJSON(snap.tokenizer);
       contextLength = snap.config.contextLength;

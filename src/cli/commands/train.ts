@@ -21,11 +21,9 @@ import { exploreHook } from '../../rl/explore-hook';
 import { tokenizerSidecarPath } from '../../onnx/export';
 import { loadNodeOrt } from '../../onnx/node';
 import { hfPolicyFactory, labGptFactory } from '../../policy';
-import { hfModelConfig } from '../../policy/hf-train';
 import type { HfModel } from '../../hf/load';
-import type { DecoderArch } from '../../model/arch';
-import { DEFAULT_LORA_TARGETS, LoraError, loraModules, type LoraConfig } from '../../model/lora';
-import { describeMemoryPlan, MemoryPlanError, planMemory, type MemoryPlan } from '../../model/memory-plan';
+import { describeMemoryPlan, MemoryPlanError, type MemoryPlan } from '../../model/memory-plan';
+import { MEMORY_BUDGET_GIB, pretrainedRunConfig, runLora, runMemoryPlan } from '../../rl/pretrained';
 import { errorText } from '../../util/errors';
 import { commandProgress } from '../progress';
 import { estimateKind, estimateRun, taskCounts } from '../../rl/estimate';
@@ -88,48 +86,15 @@ async function pretrainedOption(v: string | boolean | undefined): Promise<{ mode
 }
 
 /**
- * The config of a run on an imported model: cfg.model is the model's shape at the run's context
- * (the preset's, or --set model.contextLength; at most the model's positions), and the LoRA
- * targets are resolved (the architecture's default when not given), so config.json says what ran.
- */
-function pretrainedConfig(cfg: RlConfig, model: HfModel): RlConfig {
-  const a = model.arch;
-  const ctx = cfg.model.contextLength;
-  if (ctx > a.maxPositions)
-    throw new RlConfigError(`config.model.contextLength: ${ctx} exceeds the ${a.maxPositions} positions of ${model.folder}`);
-  const lora = cfg.lora && { ...cfg.lora, targets: cfg.lora.targets ?? [...DEFAULT_LORA_TARGETS[a.family]] };
-  try {
-    if (lora) loraModules(a, { rank: lora.rank, alpha: lora.alpha, targets: lora.targets }, 'config.lora'); // unknown targets: named now
-  } catch (e) {
-    if (e instanceof LoraError) throw new RlConfigError(`${model.folder}: ${e.message}`);
-    throw e;
-  }
-  return { ...cfg, model: hfModelConfig(model, ctx), ...(lora ? { lora } : {}) };
-}
-
-/** The run's LoRA settings for the factory, or null (full fine-tuning). */
-function runLora(cfg: RlConfig, a: DecoderArch): LoraConfig | null {
-  return cfg.lora ? { rank: cfg.lora.rank, alpha: cfg.lora.alpha, targets: cfg.lora.targets ?? [...DEFAULT_LORA_TARGETS[a.family]] } : null;
-}
-
-/**
- * The memory plan of one RL step on an imported model (model/memory-plan.ts): every rollout of an
- * iteration at the full context, against --memory-budget GiB (default 4); a plan that does not fit
- * is refused with its numbers.
+ * The memory plan of one RL step on an imported model (rl/pretrained.ts runMemoryPlan, the app's
+ * too) against --memory-budget GiB (default 4); a plan that does not fit is refused with its numbers.
  */
 function memoryPlanOption(cfg: RlConfig, model: HfModel, v: string | boolean | undefined): MemoryPlan {
-  const gib = v === undefined ? 4 : Number(v);
+  const gib = v === undefined ? MEMORY_BUDGET_GIB : Number(v);
   if (!Number.isFinite(gib) || gib <= 0)
     throw new UsageError(`coderl train: --memory-budget must be a positive number of GiB, got '${String(v)}'`);
   try {
-    return planMemory({
-      arch: model.arch,
-      lora: runLora(cfg, model.arch),
-      sequences: cfg.rl.promptsPerIteration * cfg.rl.samplesPerPrompt,
-      seqLen: cfg.model.contextLength,
-      valueHead: true,
-      budgetBytes: gib * 2 ** 30,
-    });
+    return runMemoryPlan(cfg, model.arch, gib * 2 ** 30);
   } catch (e) {
     if (e instanceof MemoryPlanError) throw new UsageError(`coderl train: ${model.folder}: ${e.message} (--memory-budget ${gib} GiB)`);
     throw e;
@@ -292,7 +257,7 @@ export const trainCommand: Command = {
       } else {
         cfg = resolveConfig(preset, over);
       }
-      if (imported) cfg = pretrainedConfig(cfg, imported.model);
+      if (imported) cfg = pretrainedRunConfig(cfg, imported.model.arch, imported.model.folder);
     } catch (e) {
       if (e instanceof RlConfigError || e instanceof SuiteSourceError) throw new UsageError(`coderl train: ${e.message}`);
       throw e;
