@@ -65,7 +65,7 @@ describe('training an imported Hugging Face model with LoRA (Chromium)', () => {
     const lora = page.getByTestId('exp-lora');
     expect(await lora.getAttribute('data-on')).toBe('false');
     const fullPlan = (await page.getByTestId('exp-memory-plan').textContent()) ?? '';
-    expect(fullPlan).toMatch(/^Memory plan: weights [\d.]+ MiB, gradients [\d.]+ MiB, .*; total [\d.]+ MiB of 4\.00 GiB$/);
+    expect(fullPlan).toMatch(/^Memory plan: weights [\d.]+ [KM]iB, gradients [\d.]+ [KM]iB, .*; total [\d.]+ [KM]iB of 4\.00 GiB$/);
     await page.getByLabel('LoRA (off: full fine-tuning)').check();
     expect(await lora.getAttribute('data-on')).toBe('true');
     await page.getByTestId('exp-lora-rank').fill('4');
@@ -77,7 +77,9 @@ describe('training an imported Hugging Face model with LoRA (Chromium)', () => {
     expect(await page.getByTestId('exp-lora-target-o_proj').isChecked()).toBe(false);
     const plan = page.getByTestId('exp-memory-plan');
     expect(await plan.getAttribute('data-fits')).toBe('true');
-    expect(await plan.textContent()).toMatch(/^Memory plan: weights [\d.]+ MiB, adapters [\d.]+ MiB, .*\(4 sequences a micro-batch\)/);
+    expect(await plan.textContent()).toMatch(
+      /^Memory plan: weights [\d.]+ [KM]iB, adapters [\d.]+ [KM]iB, .*\(4 sequences a micro-batch\)/,
+    );
     expect(JSON.parse(await page.getByLabel('Overrides (JSON)').inputValue())).toMatchObject({
       pretrained: qwen2Ref,
       lora: { rank: 4, alpha: 8, targets: ['q_proj', 'v_proj'] },

@@ -55,7 +55,8 @@ export class MemoryPlanError extends Error {
 }
 
 const MiB = 2 ** 20;
-export const formatBytes = (b: number): string => (b >= 2 ** 30 ? `${(b / 2 ** 30).toFixed(2)} GiB` : `${(b / MiB).toFixed(1)} MiB`);
+export const formatBytes = (b: number): string =>
+  b >= 2 ** 30 ? `${(b / 2 ** 30).toFixed(2)} GiB` : b >= MiB ? `${(b / MiB).toFixed(1)} MiB` : `${(b / 1024).toFixed(1)} KiB`;
 
 /** f32 bytes one training token needs across the model, saved activations and scratch. */
 export function activationBytesPerToken(a: DecoderArch): number {

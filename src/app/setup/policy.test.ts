@@ -165,7 +165,7 @@ describe('the memory plan line', () => {
   test('a small model fits; Qwen2.5-0.5B fully fine-tuned does not fit 4 GiB, with LoRA it does', () => {
     const q = memoryPlanLine(effective('tiny', withPolicyModel({}, 'tiny', { ref: Q.ref, arch: QWEN2 })), QWEN2)!;
     expect(q.error).toBe(false);
-    expect(q.text).toMatch(/^Memory plan: weights [\d.]+ MiB, gradients .*; total [\d.]+ MiB of 4\.00 GiB$/);
+    expect(q.text).toMatch(/^Memory plan: weights [\d.]+ KiB, gradients .*; total [\d.]+ MiB of 4\.00 GiB$/);
     const full = effective('tiny', withPolicyModel({}, 'tiny', { ref: Q.ref, arch: QWEN_05B }))!;
     const refused = memoryPlanLine(full, QWEN_05B)!;
     expect(refused.error).toBe(true);
