@@ -265,7 +265,7 @@ async function medianMs(run: () => Promise<void>, opts: EngineBenchOptions): Pro
 // 2, 3. training step
 
 /** Random next-token data (B, T) with every position in the loss. */
-function tokenBatch(V: number, B: number, T: number, seed: number): TokenBatch {
+export function tokenBatch(V: number, B: number, T: number, seed: number): TokenBatch {
   const rng = new Rng(seed);
   const seq = Uint32Array.from({ length: B * (T + 1) }, () => Math.floor(rng.next() * V));
   const tokens = new Uint32Array(B * T);

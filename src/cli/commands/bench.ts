@@ -1,4 +1,6 @@
 import { benchRuntime } from '../../../bench/runtime';
+import { createAnalyzer } from '../../analysis';
+import { nodeWasmLoader } from '../../analysis/wasm-node';
 import { benchScore, formatScoreBench } from '../../../bench/score';
 import { installTfjsNodeResolver, providerGpu } from '../../../bench/tfjs-node';
 import { nodeProvider } from '../../gpu/node';
@@ -19,17 +21,36 @@ import {
   type ModelName,
   type ModelsBenchOptions,
 } from '../../perf/models';
+import {
+  benchTrain,
+  formatTrainBench,
+  TRAIN_BENCH_DEFAULTS,
+  TRAIN_BENCH_QUICK,
+  TRAIN_BENCH_TINY,
+  TRAIN_MODELS,
+  TRAIN_MODES,
+  validateTrainOptions,
+  type RolloutScorer,
+  type TrainBenchOptions,
+  type TrainMode,
+  type TrainModel,
+} from '../../perf/decoder-train';
 import { loadTfjs } from '../../perf/tfjs';
+import { DEFAULT_REWARD } from '../../reward/reward';
+import { scoreRollouts } from '../../rl/scorer';
+import { createNodePool, phasedPoolSize } from '../../sandbox/pool.node';
+import { loadSuite } from '../../tasks/suite';
 import { UsageError, type Command, type Io, type Options } from '../command';
+import { readSuiteArg, resolveSuiteArg } from '../suite-arg';
 
-const SUITES = ['runtime', 'engine', 'score', 'onnx', 'models'] as const;
+const SUITES = ['runtime', 'engine', 'score', 'onnx', 'models', 'train'] as const;
 type Suite = (typeof SUITES)[number];
 
 /** The suites each suite-specific option applies to (any other suite refuses it). */
 const APPLIES: Record<string, Suite[]> = {
   sizes: ['engine'],
   steps: ['engine'],
-  reps: ['engine', 'onnx', 'models'],
+  reps: ['engine', 'onnx', 'models', 'train'],
   preset: ['engine', 'onnx'],
   browser: ['onnx'],
   ort: ['models'],
@@ -37,8 +58,12 @@ const APPLIES: Record<string, Suite[]> = {
   batches: ['models'],
   prompt: ['models'],
   'new-tokens': ['models'],
-  tiny: ['models'],
+  tiny: ['models', 'train'],
   bandwidth: ['models'],
+  shapes: ['train'],
+  modes: ['train'],
+  suite: ['train'],
+  'update-only': ['train'],
 };
 
 /** 'engine', 'engine and onnx', 'engine, onnx and models' */
@@ -48,9 +73,9 @@ const ORT_CHOICES = ['webgpu', 'wasm', 'none'] as const;
 
 export const benchCommand: Command = {
   name: 'bench',
-  summary: 'run a benchmark and print its figures (runtime, engine, score, onnx, models)',
+  summary: 'run a benchmark and print its figures (runtime, engine, score, onnx, models, train)',
   usage:
-    'coderl bench <suite> [--json] [--quick] [--sizes N,N] [--reps N] [--steps N] [--preset P] [--swiftshader] [--ort webgpu|wasm|none]',
+    'coderl bench <suite> [--json] [--quick] [--sizes N,N] [--reps N] [--steps N] [--preset P] [--swiftshader] [--ort webgpu|wasm|none] [--shapes S,S] [--modes lora,full]',
   description: [
     'Suites:',
     '  runtime   K small dispatches recorded into one submit vs one submit each (dispatches/s and',
@@ -84,12 +109,25 @@ export const benchCommand: Command = {
     '            minutes on SwiftShader: compare the ratios there, never the absolute numbers); --tiny: toy widths',
     '            (seconds). --bandwidth GB/s adds the decode bound of each of our rows (weights read once a',
     '            step over that bandwidth) and achieved / bound.',
+    '  train     training imported architectures at real dimensions with random weights: SmolLM2-135M and',
+    '            Qwen2.5-0.5B shapes (--shapes), LoRA (r 8 on q_proj, v_proj) and full fine-tuning (--modes).',
+    '            The update step (B=4 x T=128 random next-token data, masked cross-entropy, clipping, AdamW):',
+    '            our DecoderGpuTrainer against the same step written in TensorFlow.js (WebGPU backend, same',
+    '            adapter, tf.variableGrads), interleaved, medians of --reps (default 5) after a warm-up; update',
+    '            tokens/s of both and ours/TF.js (goal 3x); the first losses must agree (and with the float64',
+    '            model where it is small). Then one GRPO iteration of ours split into rollout (4 prompts x 4',
+    '            samples x 64 new tokens, generateOn), scoring (the completions decoded and scored against',
+    '            --suite, default humaneval-x-js: sandbox pool, static analysis, reward; random weights fail',
+    '            every test, the time is what counts) and update (one rlStep over the rollouts), in seconds,',
+    '            after an untimed iteration; --update-only skips it. --quick: 1 layer at the real widths, a',
+    '            4096 vocabulary, B=2 x T=32, 3 reps, 2 x 2 rollouts of 8 tokens (minutes on SwiftShader:',
+    '            compare the ratios there, never the absolute numbers); --tiny: toy widths (seconds).',
   ].join('\n'),
   options: {
     json: { type: 'boolean', description: 'print one JSON object instead of a table' },
     quick: { type: 'boolean', description: 'fewer repeats (engine: also fewer sizes, smaller batches)' },
     sizes: { type: 'string', value: 'N,N', description: 'engine: matmul sizes n, comma-separated (default 256,512,1024,2048)' },
-    reps: { type: 'string', value: 'N', description: 'engine: timed repetitions per matmul (median reported)' },
+    reps: { type: 'string', value: 'N', description: 'engine: timed repetitions per matmul; train: timed update steps (medians reported)' },
     steps: { type: 'string', value: 'N', description: 'engine: timed training steps' },
     preset: {
       type: 'string',
@@ -103,8 +141,16 @@ export const benchCommand: Command = {
     batches: { type: 'string', value: 'B,B', description: 'models: batch sizes (default 1,8,32; --quick 1,4)' },
     prompt: { type: 'string', value: 'N', description: 'models: prompt tokens per row (default 64; --quick 16)' },
     'new-tokens': { type: 'string', value: 'N', description: 'models: new tokens per row, at least 2 (default 32; --quick 6)' },
-    tiny: { type: 'boolean', description: 'models: toy widths (smoke tests)' },
+    tiny: { type: 'boolean', description: 'models, train: toy widths (smoke tests)' },
     bandwidth: { type: 'string', value: 'GB/s', description: "models: the GPU's memory bandwidth, for the decode bound (H200: 4800)" },
+    shapes: { type: 'string', value: 'S,S', description: `train: which shapes (${TRAIN_MODELS.join(', ')}; default both)` },
+    modes: { type: 'string', value: 'M,M', description: `train: ${TRAIN_MODES.join(', ')} (default both)` },
+    suite: {
+      type: 'string',
+      value: 'S',
+      description: "train: the GRPO iteration's tasks (a built-in suite or a file; default humaneval-x-js)",
+    },
+    'update-only': { type: 'boolean', description: 'train: the update-step comparison only, no GRPO iteration' },
   },
   examples: [
     'npx coderl bench runtime',
@@ -116,6 +162,8 @@ export const benchCommand: Command = {
     'npm run build && npx coderl bench onnx --browser',
     'npx coderl bench models --quick',
     'npx coderl bench models --ort none --models smollm2-135m --batches 32 --bandwidth 4800 --json',
+    'npx coderl bench train --quick',
+    'npx coderl bench train --shapes smollm2-135m --modes lora --json',
   ],
   async run(options, positionals, io) {
     const suite = positionals[0];
@@ -127,6 +175,7 @@ export const benchCommand: Command = {
         throw new UsageError(`coderl bench: --${k} applies to the ${listSuites(suites)} suite${suites.length > 1 ? 's' : ''} only`);
     }
     if (suite === 'models') return runModels(options, io);
+    if (suite === 'train') return runTrain(options, io);
     if (suite === 'onnx' && options.browser === true) {
       if (options.reps !== undefined || options.quick !== undefined || options.swiftshader !== undefined)
         throw new UsageError('coderl bench onnx --browser: the page runs its own settings; --preset and --json only');
@@ -230,6 +279,82 @@ async function runModels(options: Options, io: Io): Promise<number> {
   say('done');
   io.out(options.json ? JSON.stringify(r) : formatModelsBench(r));
   return r.models.some((m) => m.engines.some((e) => e.error)) ? 1 : 0;
+}
+
+/** `coderl bench train`: ours and TF.js on one adapter; the GRPO iteration's scoring in the sandbox pool. */
+async function runTrain(options: Options, io: Io): Promise<number> {
+  const o = trainOptions(options);
+  const t0 = performance.now();
+  const say = (m: string): void => io.err(`coderl bench train: ${m} (${((performance.now() - t0) / 1000).toFixed(1)} s)`);
+  const scorer = o.grpo ? await sandboxScorer(typeof options.suite === 'string' ? options.suite : 'humaneval-x-js', o.grpo.prompts) : null;
+  try {
+    const provider = await nodeProvider({ forceSwiftShader: options.swiftshader === true });
+    for (const note of provider.notes) say(`note: ${note}`);
+    const rt = await GpuRuntime.create(provider);
+    try {
+      say('loading TF.js (webgpu backend)');
+      installTfjsNodeResolver();
+      const tf = await loadTfjs(providerGpu(provider));
+      const r = await benchTrain(rt, tf, scorer, o, say);
+      say('done');
+      io.out(options.json ? JSON.stringify(r) : formatTrainBench(r));
+      return r.rows.some((x) => x.error) ? 1 : 0;
+    } finally {
+      rt.dispose();
+    }
+  } finally {
+    scorer?.close();
+  }
+}
+
+/** The GRPO iteration's scorer: the first `prompts` tasks of the suite, scored as a training run scores them (rl/scorer.ts). */
+async function sandboxScorer(suiteArg: string, prompts: number): Promise<RolloutScorer & { close(): void }> {
+  const s = resolveSuiteArg(suiteArg);
+  const tasks = (await loadSuite(await readSuiteArg('bench train', s), s.path)).items;
+  if (tasks.length < prompts) throw new UsageError(`coderl bench train: --suite ${s.label} has ${tasks.length} tasks, ${prompts} needed`);
+  const workers = phasedPoolSize();
+  const [pool, analyzer] = await Promise.all([createNodePool({ size: workers }), createAnalyzer(nodeWasmLoader)]);
+  return {
+    name: `${s.label}: sandbox (${workers} worker${workers > 1 ? 's' : ''}), static analysis, reward`,
+    tasks: tasks.slice(0, prompts),
+    score: async (items) =>
+      (await scoreRollouts({ pool, analyzer }, items, DEFAULT_REWARD)).map((r) => ({ reward: r.reward?.total ?? 0, passed: r.passed })),
+    close: () => pool.close(),
+  };
+}
+
+/** --quick / --tiny pick the sizes; --shapes, --modes, --reps and --update-only override. */
+function trainOptions(options: Options): TrainBenchOptions {
+  if (options.quick && options.tiny) throw new UsageError('coderl bench train: --quick or --tiny, not both');
+  const base = options.tiny ? TRAIN_BENCH_TINY : options.quick ? TRAIN_BENCH_QUICK : TRAIN_BENCH_DEFAULTS;
+  const o: TrainBenchOptions = { ...base, update: { ...base.update } };
+  const list = (k: string) => (typeof options[k] === 'string' ? (options[k] as string).split(',').map((x) => x.trim()) : null);
+  const shapes = list('shapes');
+  if (shapes) {
+    for (const m of shapes)
+      if (!(TRAIN_MODELS as readonly string[]).includes(m))
+        throw new UsageError(`coderl bench train: --shapes takes ${TRAIN_MODELS.join(', ')}, got '${m}'`);
+    o.models = shapes as TrainModel[];
+  }
+  const modes = list('modes');
+  if (modes) {
+    for (const m of modes)
+      if (!(TRAIN_MODES as readonly string[]).includes(m))
+        throw new UsageError(`coderl bench train: --modes takes ${TRAIN_MODES.join(', ')}, got '${m}'`);
+    o.modes = modes as TrainMode[];
+  }
+  if (typeof options.reps === 'string') o.update.reps = positiveInt(options.reps, '--reps', 1000);
+  if (options['update-only'] === true) {
+    if (options.suite !== undefined)
+      throw new UsageError('coderl bench train: --suite is for the GRPO iteration, which --update-only skips');
+    o.grpo = null;
+  }
+  try {
+    validateTrainOptions(o);
+  } catch (e) {
+    throw new UsageError(`coderl ${e instanceof Error ? e.message : String(e)}`);
+  }
+  return o;
 }
 
 /** --quick / --tiny pick the sizes; --models, --batches, --prompt, --new-tokens, --reps and --bandwidth override. */
