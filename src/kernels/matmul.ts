@@ -295,7 +295,7 @@ export function matmulForwardFusedRef(
  */
 export function matmulBackwardRef(
   dinp: Float64Array,
-  dweight: Float64Array,
+  dweight: Float64Array | null,
   dbias: Float64Array | null,
   dout: ArrayLike<number>,
   inp: ArrayLike<number>,
@@ -324,6 +324,17 @@ export function matmulBackwardRef(
       if (d0 === 0 && d1 === 0 && d2 === 0 && d3 === 0) continue;
       if (dbias) dbias[n]! += d0 + d1 + d2 + d3;
       const w = n * K;
+      if (!dweight) {
+        // a frozen weight (LoRA's base): only the input's gradient
+        for (let k = 0; k < K; k++) {
+          const x = weight[w + k]!;
+          dinp[a0 + k]! += d0 * x;
+          dinp[a1 + k]! += d1 * x;
+          dinp[a2 + k]! += d2 * x;
+          dinp[a3 + k]! += d3 * x;
+        }
+        continue;
+      }
       for (let k = 0; k < K; k++) {
         const x = weight[w + k]!;
         dinp[a0 + k]! += d0 * x;
@@ -343,7 +354,7 @@ export function matmulBackwardRef(
       const w = n * K;
       for (let k = 0; k < K; k++) {
         dinp[a + k]! += d * weight[w + k]!;
-        dweight[w + k]! += d * inp[a + k]!;
+        if (dweight) dweight[w + k]! += d * inp[a + k]!;
       }
     }
   }

@@ -404,7 +404,18 @@ export class DecoderCpu {
     weight: string,
     bias: string | null,
   ): void {
-    matmulBackwardRef(dinp, this.frozenOr(weight), bias ? this.frozenOr(bias) : null, dout, inp, this.w(weight), N, K, Ntot);
+    // with LoRA the base weight and bias are frozen: their gradients are not computed at all
+    matmulBackwardRef(
+      dinp,
+      this.lora ? null : this.g(weight),
+      bias && !this.lora ? this.g(bias) : null,
+      dout,
+      inp,
+      this.w(weight),
+      N,
+      K,
+      Ntot,
+    );
     const l = this.lora;
     if (!l || !this.loraEnabled) return;
     const r = l.rank;
@@ -447,7 +458,7 @@ export class DecoderCpu {
     const head = a.tiedEmbeddings ? 'embed' : 'head';
     // logits = hf . head^T
     const dhf = new Float64Array(BT * C);
-    matmulBackwardRef(dhf, this.frozenOr(head), null, dlogits, sv.hf, this.w(head), BT, C, V);
+    matmulBackwardRef(dhf, this.lora ? null : this.g(head), null, dlogits, sv.hf, this.w(head), BT, C, V);
     // values = hf . value.w^T + value.b (the value head trains in every mode)
     if (dvalues) {
       if (!this.valueHead) throw new Error('DecoderCpu.backward: dvalues given but the model has no value head (addValueHead)');
