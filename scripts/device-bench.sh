@@ -90,6 +90,20 @@ if (row && row.bound) {
 } else console.log("SmolLM2-135M at B=32: no row (see above)");
 '
 
+# Prints `coderl bench train --json` as one line per shape and mode: the update step's tokens/s,
+# ours and TF.js on this adapter, and the ratio against the 3x goal.
+TRAIN_SUMMARY='
+const r = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
+console.log("bench train on " + r.adapter + ": " + r.size + " shapes, LoRA r=" + r.lora.rank + " on " + r.lora.targets.join(", "));
+for (const x of r.rows) {
+  const u = x.update;
+  if (!u) { console.log("  " + x.model + " " + x.mode + ": FAILED: " + x.error); continue; }
+  console.log("  " + x.model.padEnd(13) + x.mode.padEnd(5) + " B=" + u.B + " T=" + u.T + ": ours " + String(u.ours_tokens_per_s).padStart(8) +
+    " tok/s (" + u.ours_ms + " ms), TF.js " + String(u.tfjs_tokens_per_s).padStart(8) + " tok/s (" + u.tfjs_ms + " ms), ours/TF.js " +
+    u.ratio.toFixed(2) + "x" + (u.ratio >= 3 ? "" : " (under the 3x goal)"));
+}
+'
+
 main() {
   section "device bench on $(uname -nsrm); local=$LOCAL quick=$QUICK deadline=${DEADLINE}s"
   cat "$PACK/MANIFEST.txt" 2>/dev/null || echo "no $PACK/MANIFEST.txt: run node scripts/device-pack.mjs and carry $PACK"
@@ -170,6 +184,13 @@ main() {
   json_step "bench models ${models[*]} (ours only, bound at $BANDWIDTH GB/s)" 170 bench-models.json \
     "${cli[@]}" bench models --ort none "${models[@]}" --bandwidth "$BANDWIDTH" --json &&
     timeout 20 "$NODE" -e "$MODELS_SUMMARY" "$OUT/bench-models.json"
+  # training the imported shapes (SmolLM2-135M, Qwen2.5-0.5B; LoRA r8 and full): our update step
+  # against the same step in TF.js on this adapter. --update-only: the GRPO iteration scores in the
+  # sandbox pool with the analyzer, whose worker bundle and wasm files the pack does not carry
+  local train=()
+  [ "$QUICK" = 1 ] && train=(--tiny)
+  json_step "bench train --update-only ${train[*]}" 200 bench-train.json "${cli[@]}" bench train --update-only "${train[@]}" --json &&
+    timeout 20 "$NODE" -e "$TRAIN_SUMMARY" "$OUT/bench-train.json"
   command -v nvidia-smi >/dev/null 2>&1 && timeout 20 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu,power.draw,memory.used --format=csv
   section "done; files in $OUT:"
   ls -la "$OUT"
