@@ -110,7 +110,7 @@ describe('coderl bench models', () => {
       [['bench', 'models', '--swiftshader'], /--swiftshader applies to --ort wasm \/ none/],
       [['bench', 'models', '--preset', 'tiny'], /--preset applies to the engine and onnx suites only/],
       [['bench', 'engine', '--ort', 'none'], /--ort applies to the models suite only/],
-      [['bench', 'runtime', '--reps', '2'], /--reps applies to the engine, onnx and models suites only/],
+      [['bench', 'runtime', '--reps', '2'], /--reps applies to the engine, onnx, models and train suites only/],
     ] as const) {
       const c = capture();
       expect(await main([...args], c.io), args.join(' ')).toBe(2);
