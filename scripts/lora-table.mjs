@@ -36,7 +36,14 @@ for (const r of rows)
     `| ${r.seed} | ${pct(r.sft)}${r.r8sft !== null && r.r8sft !== r.sft ? ` (${pct(r.r8sft)} as imported)` : ''} | ${pct(r.full)} (${pts(r.full !== null && r.sft !== null ? r.full - r.sft : null)}) | ${pct(r.r8)} (${pts(r.r8 !== null && r.r8sft !== null ? r.r8 - r.r8sft : null)}) | ${pct(r.r16)} (${pts(r.r16 !== null && r.r16sft !== null ? r.r16 - r.r16sft : null)}) | ${min(r.fullMin)} / ${min(r.r8min)} / ${min(r.r16min)} |`,
   );
 const g = { full: mean(gains.full), 8: mean(gains[8]), 16: mean(gains[16]) };
-const share = (k) => (g.full && g[k] !== null ? `${((100 * g[k]) / g.full).toFixed(0)}% of full` : '–');
+// LoRA's mean gain against full fine-tuning's on the same seeds (those with both runs finished)
+const matched = (k) => {
+  const both = rows.filter((r) => r[`r${k}`] !== null && r.full !== null);
+  const lg = mean(both.map((r) => r[`r${k}`] - r[`r${k}sft`]));
+  const fg = mean(both.map((r) => r.full - r.sft));
+  return both.length && fg ? `${((100 * lg) / fg).toFixed(0)}% of full on the same seeds` : '–';
+};
+const share = (k) => matched(k);
 console.log(
   `| mean gain | | ${pts(g.full)} (n=${gains.full.length}) | ${pts(g[8])} (n=${gains[8].length}, ${share(8)}) | ${pts(g[16])} (n=${gains[16].length}, ${share(16)}) | |`,
 );
