@@ -525,19 +525,7 @@ export class DecoderGpuTrainer {
    * KL reference's logits from the same weights), read back: tests and scoring.
    */
   async forwardLogits(input: ForwardInput): Promise<Float32Array> {
-    const { rt } = this;
-    const { B, T } = input;
-    checkInput(input, this.model.vocabSize, this.model.contextLength);
-    const acts = this.acts(B, T);
-    const q = rt.device.queue;
-    q.writeBuffer(acts.tokens, 0, Uint32Array.from(input.tokens));
-    q.writeBuffer(acts.positions, 0, Uint32Array.from(input.positions ?? defaultPositions(B, T)));
-    q.writeBuffer(acts.start, 0, input.start ? Uint32Array.from(input.start) : new Uint32Array(B));
-    const rec = rt.record('decoder training forward');
-    await recordTrainForward(rt, rec, this.context(), acts);
-    const logits = rec.read(acts.logits);
-    await rec.submit();
-    return new Float32Array(await logits);
+    return (await this.readForward(input, false)).logits;
   }
 
   /**
@@ -545,6 +533,12 @@ export class DecoderGpuTrainer {
    * in one submit: a policy's scoring (log-probs, PPO's old values, the reward model's scores).
    */
   async forwardWithValues(input: ForwardInput): Promise<{ logits: Float32Array; values: Float32Array }> {
+    const r = await this.readForward(input, true);
+    return { logits: r.logits, values: r.values! };
+  }
+
+  /** The training forward of `input`, its logits (and values, with `withValues`) read back in one submit. */
+  private async readForward(input: ForwardInput, withValues: boolean): Promise<{ logits: Float32Array; values: Float32Array | null }> {
     const { rt } = this;
     const { B, T } = input;
     checkInput(input, this.model.vocabSize, this.model.contextLength);
@@ -553,13 +547,13 @@ export class DecoderGpuTrainer {
     q.writeBuffer(acts.tokens, 0, Uint32Array.from(input.tokens));
     q.writeBuffer(acts.positions, 0, Uint32Array.from(input.positions ?? defaultPositions(B, T)));
     q.writeBuffer(acts.start, 0, input.start ? Uint32Array.from(input.start) : new Uint32Array(B));
-    const rec = rt.record('decoder scoring forward');
-    if (!this.valueHead) rec.clear(acts.values);
+    const rec = rt.record(withValues ? 'decoder scoring forward' : 'decoder training forward');
+    if (withValues && !this.valueHead) rec.clear(acts.values);
     await recordTrainForward(rt, rec, this.context(), acts);
     const logits = rec.read(acts.logits);
-    const values = rec.read(acts.values);
+    const values = withValues ? rec.read(acts.values) : null;
     await rec.submit();
-    return { logits: new Float32Array(await logits), values: new Float32Array(await values) };
+    return { logits: new Float32Array(await logits), values: values && new Float32Array(await values) };
   }
 
   /** Parameters, gradients or AdamW moments by name (readParams' names), one submit. */
