@@ -32,7 +32,7 @@ import { DecoderGpuTrainer } from '../model/decoder-gpu-train';
 import { DecoderCpuTrainer } from '../model/decoder-train-cpu';
 import { generateOn } from '../model/generate';
 import type { GenerateOptions, GenerateResult } from '../model/generate-common';
-import { loraModules, loraScaling, peftKeys, type LoraConfig, type LoraModule } from '../model/lora';
+import { initLoraAdapters, loraModules, loraScaling, peftKeys, type LoraConfig, type LoraModule } from '../model/lora';
 import type { OptimizerState } from '../model/model-file';
 import type { OptimConfig, RlBatch, TokenBatch } from '../model/optim';
 import { readSafetensors, writeSafetensors } from '../model/safetensors';
@@ -567,15 +567,13 @@ export function hfPolicyFactory(model: HfModel, o: HfTrainOptions): PolicyFactor
         named.set(k.B, from.B[i]!);
       });
     } else if (modules && o.lora) {
-      // PEFT's init: A kaiming-uniform (uniform(-1/sqrt(in), 1/sqrt(in))), B zero: the base model at step 0
-      for (const m of modules) {
+      // PEFT's init (lora.ts initLoraAdapters): A kaiming-uniform, B zero: the base model at step 0
+      const init = initLoraAdapters(modules, o.lora.rank, rng);
+      modules.forEach((m, i) => {
         const k = peftKeys(m);
-        named.set(
-          k.A,
-          Float32Array.from({ length: o.lora.rank * m.inFeatures }, () => (2 * rng.next() - 1) / Math.sqrt(m.inFeatures)),
-        );
-        named.set(k.B, new Float32Array(m.outFeatures * o.lora.rank));
-      }
+        named.set(k.A, init.A[i]!);
+        named.set(k.B, init.B[i]!);
+      });
     } else {
       for (const [k, w] of model.weights) named.set(k, w);
     }
