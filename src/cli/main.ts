@@ -9,6 +9,7 @@ import { trainCommand } from './commands/train';
 import { evalCommand } from './commands/eval';
 import { onnxCommand } from './commands/onnx';
 import { exportHfCommand, generateCommand, logitsCommand } from './commands/models';
+import { exportCommand } from './commands/export';
 
 export const COMMANDS: Command[] = [
   gpuInfoCommand,
@@ -21,6 +22,7 @@ export const COMMANDS: Command[] = [
   logitsCommand,
   exportHfCommand,
   onnxCommand,
+  exportCommand,
 ];
 
 const VERSION = '0.1.0';
