@@ -28,6 +28,7 @@ const QWEN2 = join(import.meta.dirname, '..', 'data', 'hf-fixtures', 'qwen2');
 /** The miniature run (its model section is replaced by the picker with qwen2's shape at context 96). */
 const OVERRIDES = {
   ...MINI_RUN,
+  promptFormat: 'completion', // the fixture's chat template and English, a character a token, outgrow its context
   rl: { ...MINI_RUN.rl, iterations: 1, promptsPerIteration: 2, samplesPerPrompt: 2, maxNewTokens: 8 },
   eval: { ...MINI_RUN.eval, maxNewTokens: 8 },
 };

@@ -27,7 +27,14 @@ function capture() {
 const QWEN2 = join(import.meta.dirname, '../../data/hf-fixtures/qwen2');
 const root = mkdtempSync(join(tmpdir(), 'coderl-train-model-'));
 const { sft: _sft, ...MINI_NO_SFT } = MINI_RUN;
-const SET = { ...MINI_NO_SFT, model: { contextLength: 96 }, lora: { rank: 4 }, rl: { ...MINI_RUN.rl, iterations: 2 } };
+// completion prompts: the fixture's chat template and English (a character a token) outgrow its context
+const SET = {
+  ...MINI_NO_SFT,
+  promptFormat: 'completion',
+  model: { contextLength: 96 },
+  lora: { rank: 4 },
+  rl: { ...MINI_RUN.rl, iterations: 2 },
+};
 const args = (out: string, set: unknown = SET, extra: string[] = []) => [
   'train',
   '--preset',

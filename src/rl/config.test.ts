@@ -27,6 +27,10 @@ describe('RL config', () => {
     expect(() => resolveConfig('tiny', { rl: { algo: 'dpo' } })).toThrow(/config\.rl\.algo: must be one of ppo, grpo, got "dpo"/);
     expect(() => resolveConfig('tiny', { sft: { batch: 1.5 } })).toThrow(/config\.sft\.batch: must be an integer/);
     expect(() => resolveConfig('tiny', { rl: { lr2: 1 } })).toThrow(/config\.rl: unknown field "lr2"/);
+    expect(() => resolveConfig('tiny', { promptFormat: 'xml' })).toThrow(
+      /config\.promptFormat: must be one of auto, chat, completion, got "xml"/,
+    );
+    expect(resolveConfig('tiny', { promptFormat: 'chat' }).promptFormat).toBe('chat');
     expect(() => resolveConfig('tiny', { model: { nLayer: 0 } })).toThrow(/config\.model\.nLayer/);
     expect(() => resolveConfig('tiny', { tasks: { families: ['spec', 'poetry'] } })).toThrow(/config\.tasks\.families/);
     expect(() => resolveConfig('tiny', { eval: { k: [1, 8] } })).toThrow(/config\.eval\.k: .*1\.\.eval\.samples \(4\)/);

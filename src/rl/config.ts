@@ -8,6 +8,7 @@ import { DEFAULT_REWARD, validateRewardConfig, type RewardConfig } from '../rewa
 import { FAMILIES, type Family } from './tasks';
 import type { SuiteRef } from './tasks/from-suite';
 import { errorText } from '../util/errors';
+import { PROMPT_FORMATS, type PromptFormatSetting } from './prompt-format';
 
 export interface SftConfig {
   lr: number;
@@ -127,6 +128,13 @@ export interface RlConfig {
   pretrained?: { name: string; sha256: string };
   /** LoRA on the imported model (needs `pretrained`); absent: full fine-tuning */
   lora?: RunLoraConfig;
+  /**
+   * How task prompts reach the policy in every stage (rollouts, repair turns, reward-model samples,
+   * evaluations; rl/prompt-format.ts): `chat` through the tokenizer's chat template (an instruct
+   * model), `completion` as plain code to continue; absent or `auto`: chat exactly when the
+   * tokenizer has a chat template (never for the lab's GPT).
+   */
+  promptFormat?: PromptFormatSetting;
   /** vocabSize here is the tokenizer's maximum; the model uses the trained tokenizer's size */
   model: ModelConfig;
   tasks: {
@@ -442,7 +450,7 @@ export function resolveConfig(preset: string, overrides: unknown = {}): RlConfig
 
 export function validateRlConfig(input: unknown): RlConfig {
   if (!isObject(input)) throw new RlConfigError('config: expected an object');
-  const known = ['preset', 'pretrained', 'lora', 'model', 'tasks', 'sft', 'rm', 'rl', 'explore', 'reward', 'eval'];
+  const known = ['preset', 'pretrained', 'lora', 'promptFormat', 'model', 'tasks', 'sft', 'rm', 'rl', 'explore', 'reward', 'eval'];
   for (const k of Object.keys(input))
     if (!known.includes(k)) throw new RlConfigError(`config: unknown field "${k}" (fields: ${known.join(', ')})`);
   const c = input as unknown as RlConfig;
@@ -467,6 +475,8 @@ export function validateRlConfig(input: unknown): RlConfig {
         "config.lora: LoRA adapts an imported model; give one (coderl train --model DIR), or leave lora out to train the lab's GPT",
       );
   }
+  if (c.promptFormat !== undefined && !PROMPT_FORMATS.includes(c.promptFormat))
+    throw new RlConfigError(`config.promptFormat: must be one of ${PROMPT_FORMATS.join(', ')}, got ${JSON.stringify(c.promptFormat)}`);
   checkSection(c.tasks, SCHEMA.tasks, 'config.tasks', ['families', 'suite']);
   if (c.tasks.suite !== undefined) checkSuiteRef(c.tasks.suite);
   if (!Array.isArray(c.tasks.families) || !c.tasks.families.length || c.tasks.families.some((f) => !FAMILIES.includes(f))) {

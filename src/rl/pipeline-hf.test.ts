@@ -39,6 +39,7 @@ const LORA = { rank: 4, alpha: 8, targets: ['q_proj', 'v_proj'] };
 
 function hfConfig(over: unknown = {}): RlConfig {
   const base = mergeConfig(MINI_RUN, {
+    promptFormat: 'completion', // the fixture's chat template and English, a character a token, outgrow 96 tokens
     pretrained: ref,
     lora: LORA,
     model: { contextLength: 96 },
@@ -121,6 +122,69 @@ describe('the pipeline on an imported model', () => {
     expect(mg['reward']).toBeCloseTo(mc['reward'] as number, 3);
     expect(mg['loss/policy_avg']).toBeCloseTo(mc['loss/policy_avg'] as number, 3);
     expect(mg['objective/kl']).toBeCloseTo(mc['objective/kl'] as number, 3);
+  }, 300_000);
+
+  test("chat: an instruct model's rollouts and repair turns go through its chat template", async () => {
+    // the Qwen2 fixture with its real chat template; its English takes a token a character, so the
+    // conversation needs more than the fixture's 256 positions: a copy that declares 1024 (RoPE: no
+    // position table, the weights are the same)
+    const nodeFs = await import('node:fs/promises');
+    const os = await import('node:os');
+    const dir = await nodeFs.mkdtemp(join(os.tmpdir(), 'coderl-chat-'));
+    for (const f of await nodeFs.readdir(join(HF_FIXTURES, 'qwen2'))) await nodeFs.copyFile(join(HF_FIXTURES, 'qwen2', f), join(dir, f));
+    const config = JSON.parse(await nodeFs.readFile(join(dir, 'config.json'), 'utf8')) as Record<string, unknown>;
+    await nodeFs.writeFile(join(dir, 'config.json'), JSON.stringify({ ...config, max_position_embeddings: 1024 }));
+    const long = await loadHfReferenced(await nodeFolder(dir));
+    const cfg = resolveConfig(
+      'tiny',
+      mergeConfig(hfConfig(), {
+        pretrained: long.ref,
+        promptFormat: 'auto',
+        model: { contextLength: 900 },
+        tasks: { families: ['spec'] },
+        explore: { repair: true },
+        rm: { enabled: false },
+        rl: { iterations: 1, promptsPerIteration: 2, samplesPerPrompt: 2 },
+        eval: { samples: 1, k: [1] },
+      }),
+    );
+    const store = new MemoryRunDir();
+    const policies = hfPolicyFactory(long.model, { backend: 'cpu', lora: LORA, contextLength: 900 });
+    const events: string[] = [];
+    await runPipeline({ cfg, seed: 5, policies, store, scorer: { pool, analyzer }, onEvent: (e) => events.push(e.message) });
+    expect(events.some((m) => m.includes('prompts through the chat template'))).toBe(true);
+    const rollouts = (await readRollouts(store, 1)) as RolloutRecord[];
+    const first = rollouts.filter((r) => r.turn === 1);
+    const second = rollouts.filter((r) => r.turn === 2);
+    expect(first.length).toBe(4);
+    // a random model fails: every failed first attempt gets its repair turn
+    expect(second.length).toBe(first.filter((r) => !r.passed).length);
+    expect(second.length).toBeGreaterThan(0);
+    for (const r of first) {
+      expect(r.model_input).toMatch(/^<\|im_start\|>system\n/);
+      expect(r.model_input).toContain('<|im_start|>user\nComplete the following JavaScript function.');
+      expect(r.model_input!.endsWith(`<|im_start|>assistant\n\`\`\`javascript\n${r.prompt}`)).toBe(true);
+    }
+    for (const r of second) {
+      // the conversation goes on: the failed function as the assistant's turn, the error as the
+      // next user turn, the reply opened with the task's prompt again (the program is prompt + completion)
+      const attempt = first.find(
+        (f) =>
+          f.group === r.group && !f.passed && r.model_input!.includes(`${f.prompt}${f.completion.replace(/\n*$/, '')}\n\`\`\`<|im_end|>`),
+      );
+      expect(attempt).toBeDefined();
+      expect(r.prompt).toBe(attempt!.prompt);
+      expect(r.model_input).toContain('<|im_start|>user\nThat function fails its tests:');
+      expect(r.model_input).toContain(
+        attempt!.verdict === 'failed' ? `failed: ${attempt!.tests.find((t) => t.status !== 'passed')!.source}` : `${attempt!.verdict}:`,
+      );
+      expect(r.model_input!.endsWith(`<|im_start|>assistant\n\`\`\`javascript\n${r.prompt}`)).toBe(true);
+      expect(r.completion).not.toContain('```');
+    }
+    const ppo = (await readMetrics(store)).find((l) => l.stage === 'ppo')!;
+    expect(ppo['repair/attempts']).toBe(second.length);
+    expect(ppo['repair/success_rate']).toBe(second.filter((r) => r.passed).length / second.length);
+    await nodeFs.rm(dir, { recursive: true, force: true });
   }, 300_000);
 
   test('a config and a factory that disagree about the model are refused', async () => {

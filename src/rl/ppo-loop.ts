@@ -20,6 +20,7 @@ import { rewardComponentKey } from './metric-names';
 import { rmScores } from './reward-model';
 import type { ExploreHook } from './explore-hook';
 import { sampleTasks, type Sample } from './sample';
+import { commentRepairPrompt, completionFormat, type PromptFormat } from './prompt-format';
 import { scoreRollouts, type Scorer } from './scorer';
 
 export interface PpoContext {
@@ -33,6 +34,8 @@ export interface PpoContext {
   seed: number;
   tasks: readonly Task[];
   explore?: ExploreHook;
+  /** how task prompts and repair turns reach the model (prompt-format.ts); default plain completion */
+  format?: PromptFormat;
 }
 
 /** One rollout as stored in the run directory and shown in the rollout browser. */
@@ -43,7 +46,10 @@ export interface RolloutRecord {
   group: number;
   /** 1: first attempt; 2: error-driven repair of a failed attempt */
   turn: 1 | 2;
+  /** the program's start: the program scored is prompt + completion */
   prompt: string;
+  /** what the model read, when it is not the prompt itself: the chat template's conversation (prompt-format.ts) */
+  model_input?: string;
   completion: string;
   /** per action: the token's text, ids, old log-prob, the policy's entropy there, reference log-prob, value, advantage, return */
   tokens: string[];
@@ -93,20 +99,17 @@ export function iterationTasks(tasks: readonly Task[], it: number, n: number, se
   return out;
 }
 
-/** The second turn of error-driven repair: the task's description, the failed attempt and its error as comments, then the header again. */
-export function repairPrompt(task: Task, completion: string, record: ScoreRecord): string {
-  const lines = task.prompt.replace(/\n$/, '').split('\n');
-  const header = lines.pop()!;
+/** What a repair turn tells the model of a failed attempt: the first failing test, or the verdict and its message. */
+export function repairError(record: ScoreRecord): string {
   const failing = record.tests.find((t) => t.status !== 'passed');
-  const error =
-    record.verdict === 'failed' && failing ? `failed: ${failing.source}` : `${record.verdict}: ${record.message ?? failing?.message ?? ''}`;
-  const attempt = completion
-    .split('\n')
-    .map((l) => l.trim())
-    .filter((l) => l && l !== '}')
-    .join(' ');
-  const clip = (s: string, n: number) => (s.length > n ? `${s.slice(0, n - 3)}...` : s).replace(/\s+/g, ' ');
-  return [...lines, `// attempt: ${clip(attempt, 60)}`, `// ${clip(error, 70)}`, header, ''].join('\n');
+  return record.verdict === 'failed' && failing
+    ? `failed: ${failing.source}`
+    : `${record.verdict}: ${record.message ?? failing?.message ?? ''}`;
+}
+
+/** The completion format's second turn of error-driven repair (prompt-format.ts commentRepairPrompt). */
+export function repairPrompt(task: Task, completion: string, record: ScoreRecord): string {
+  return commentRepairPrompt(task.prompt, completion, repairError(record));
 }
 
 interface Scored {
@@ -150,6 +153,7 @@ export interface IterationOutput {
 
 export async function ppoIteration(ctx: PpoContext, it: number, kl: KlController): Promise<IterationOutput> {
   const { cfg, tok, policy } = ctx;
+  const format = ctx.format ?? completionFormat(tok);
   const rl = cfg.rl;
   const invTemp = 1 / rl.temperature;
   const t0 = performance.now();
@@ -163,6 +167,7 @@ export async function ppoIteration(ctx: PpoContext, it: number, kl: KlController
     seed: (ctx.seed * 65537 + it) >>> 0,
     constrain: ctx.explore?.constrain,
     syntax: cfg.explore.syntax ? ctx.scorer.analyzer.syntax : null,
+    format,
   };
   const first = (await sampleTasks(policy, tok, tasks, sampleOpts)).filter((s) => s.tokens.length > 0);
   const t1 = performance.now();
@@ -174,15 +179,16 @@ export async function ppoIteration(ctx: PpoContext, it: number, kl: KlController
     const r0 = performance.now();
     const failed = scored.filter((s) => !s.record.passed);
     if (failed.length) {
-      const repairTasks = failed.map((f) => ({ ...f.sample.task, prompt: repairPrompt(f.sample.task, f.sample.completion, f.record) }));
-      const fits = repairTasks
-        .map((t, i) => ({ t, i }))
-        .filter(({ t }) => tok.encode(t.prompt).length + rl.maxNewTokens <= policy.config.contextLength);
+      // the repaired program is turn.prompt + completion; the model reads turn.ids (the format's repair turn)
+      const turns = failed.map((f) =>
+        format.repair(f.sample.task.prompt, f.sample.task.language, f.sample.completion, repairError(f.record)),
+      );
+      const fits = turns.map((t, i) => ({ t, i })).filter(({ t }) => t.ids.length + rl.maxNewTokens <= policy.config.contextLength);
       const second = await sampleTasks(
         policy,
         tok,
-        fits.map((f) => f.t),
-        { ...sampleOpts, samplesPerTask: 1, seed: sampleOpts.seed ^ 0x7e9a1 },
+        fits.map(({ t, i }) => ({ ...failed[i]!.sample.task, prompt: t.prompt })),
+        { ...sampleOpts, samplesPerTask: 1, seed: sampleOpts.seed ^ 0x7e9a1, promptIds: (k) => fits[k]!.t.ids },
       );
       second.forEach((s, k) => (s.group = failed[fits[k]!.i]!.sample.group));
       scored.push(
@@ -332,6 +338,7 @@ export async function ppoIteration(ctx: PpoContext, it: number, kl: KlController
     group: s.sample.group,
     turn: s.turn,
     prompt: s.sample.task.prompt,
+    ...(format.kind === 'chat' ? { model_input: tok.decode(s.sample.prompt) } : {}),
     completion: s.sample.completion,
     ids: s.sample.tokens,
     tokens: s.sample.tokens.map((id) => tok.decode([id])),

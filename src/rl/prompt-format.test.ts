@@ -58,6 +58,25 @@ describe('prompt formats', () => {
     expect(tok.decode(f.taskIds('def f(x):\n', 'python'))).toContain('```python\ndef f(x):\n');
   });
 
+  test('repair: completion repeats the description with the attempt and error as comments; chat goes on with the error as the next user turn', () => {
+    const tok = hfTok('qwen2');
+    const plain = completionFormat(tok).repair('// add 3\nfunction f(x) {\n', 'javascript', '  return x - 3;\n}\n', 'failed: f(1) === 4');
+    expect(plain.prompt).toBe('// add 3\n// attempt: return x - 3;\n// failed: f(1) === 4\nfunction f(x) {\n');
+    expect(plain.ids).toEqual(Array.from(tok.encode(plain.prompt)));
+    const chat = chatFormat(tok).repair(PROMPT, 'javascript', '  return a - b;\n}\n', 'failed: add(1, 2) === 3');
+    // the repaired program starts with the task's prompt again
+    expect(chat.prompt).toBe(PROMPT);
+    const text = tok.decode(chat.ids);
+    const first = tok.decode(chatFormat(tok).taskIds(PROMPT, 'javascript'));
+    // the first turn as it was asked, the failed function as the assistant's reply, closed
+    expect(text.startsWith(first.slice(0, first.indexOf('<|im_start|>assistant')))).toBe(true);
+    expect(text).toContain(`<|im_start|>assistant\n\`\`\`javascript\n${PROMPT}  return a - b;\n}\n\`\`\`<|im_end|>`);
+    expect(text).toContain('<|im_start|>user\nThat function fails its tests:');
+    expect(text).toContain('failed: add(1, 2) === 3');
+    expect(text.endsWith(`<|im_start|>assistant\n\`\`\`javascript\n${PROMPT}`)).toBe(true);
+    expect(text.split('<|im_start|>user').length).toBe(3);
+  });
+
   test('a free message through the template ends with the opened assistant turn', () => {
     const tok = hfTok('qwen2');
     const text = tok.decode(promptFormatFor('auto', tok).messageIds('sum a list'));

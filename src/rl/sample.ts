@@ -49,6 +49,8 @@ export interface SampleOptions {
   onProgress?: (done: number, total: number) => void;
   /** how prompts reach the model (prompt-format.ts); default plain completion */
   format?: PromptFormat;
+  /** the ids of task k's prompt instead of the format's (a repair turn's conversation) */
+  promptIds?: (k: number) => number[];
 }
 
 type Constrain = NonNullable<GenerateOptions['constrain']>;
@@ -96,7 +98,7 @@ export async function sampleTasks(
 ): Promise<Sample[]> {
   const format = opts.format ?? completionFormat(tok);
   const rows = tasks.flatMap((task, group) => {
-    const prompt = format.taskIds(task.prompt, task.language);
+    const prompt = opts.promptIds?.(group) ?? format.taskIds(task.prompt, task.language);
     return Array.from({ length: opts.samplesPerTask }, () => ({ task, group, prompt: prompt.slice() }));
   });
   const maxT = backend.config.contextLength;

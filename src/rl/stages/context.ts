@@ -8,6 +8,7 @@ import type { BackendKind, ModelConfig, Policy, PolicyFactory, PolicySpec } from
 import type { TextTokenizer } from '../../tokenizer/types';
 import type { RlConfig } from '../config';
 import type { ExploreHook } from '../explore-hook';
+import type { PromptFormat } from '../prompt-format';
 import type { Metrics } from '../ppo-loop';
 import { readJson, writeJson, type RunDir } from '../run-dir';
 import type { Scorer } from '../scorer';
@@ -88,6 +89,8 @@ export interface RunContext extends RunBase {
   readonly rlEval: GeneratedTask[];
   /** shapes the PPO rollouts only */
   readonly explore: ExploreHook | undefined;
+  /** how task prompts (and repair turns) reach the policy in every stage: cfg.promptFormat resolved for the tokenizer */
+  readonly format: PromptFormat;
 }
 
 interface State {

@@ -48,7 +48,18 @@ export function evalSubset(tasks: readonly GeneratedTask[]): GeneratedTask[] {
 /** pass@k on the held-out split (also PPO's periodic evaluation, with the same seed). */
 export function evalHeldout(ctx: RunContext, policy: Policy, onProgress?: (fraction: number) => void): Promise<EvalResult> {
   const { cfg, seed } = ctx;
-  return evaluate(policy, ctx.tok, ctx.set.heldout, cfg.eval, ctx.scorer, cfg.reward, (seed * 17 + 1) >>> 0, undefined, onProgress);
+  return evaluate(
+    policy,
+    ctx.tok,
+    ctx.set.heldout,
+    cfg.eval,
+    ctx.scorer,
+    cfg.reward,
+    (seed * 17 + 1) >>> 0,
+    undefined,
+    onProgress,
+    ctx.format,
+  );
 }
 
 /** Held-out pass@k, then pass@1 on the train and rl subsets, in that order; progress weighs each by its tasks. */
@@ -64,8 +75,30 @@ export async function evalBoth(
     onProgress && ((f: number) => onProgress((sizes.slice(0, i).reduce((a, b) => a + b, 0) + f * sizes[i]!) / total));
   const held = await evalHeldout(ctx, policy, part(0));
   const one = { ...cfg.eval, k: [1] };
-  const train = await evaluate(policy, ctx.tok, ctx.trainEval, one, ctx.scorer, cfg.reward, (seed * 17 + 2) >>> 0, undefined, part(1));
-  const rl = await evaluate(policy, ctx.tok, ctx.rlEval, one, ctx.scorer, cfg.reward, (seed * 17 + 3) >>> 0, undefined, part(2));
+  const train = await evaluate(
+    policy,
+    ctx.tok,
+    ctx.trainEval,
+    one,
+    ctx.scorer,
+    cfg.reward,
+    (seed * 17 + 2) >>> 0,
+    undefined,
+    part(1),
+    ctx.format,
+  );
+  const rl = await evaluate(
+    policy,
+    ctx.tok,
+    ctx.rlEval,
+    one,
+    ctx.scorer,
+    cfg.reward,
+    (seed * 17 + 3) >>> 0,
+    undefined,
+    part(2),
+    ctx.format,
+  );
   return { held, train, rl };
 }
 

@@ -82,6 +82,7 @@ async function labelledSamples(ctx: RunContext, sft: SftStageResult): Promise<La
       temperature: cfg.rl.temperature,
       maxNewTokens: cfg.rl.maxNewTokens,
       seed: (seed * 23 + 5) >>> 0,
+      format: ctx.format,
       onProgress: (done, total) => {
         message = `sampled ${done} of ${total}`;
         progress.sampled(done, total);

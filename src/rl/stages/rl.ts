@@ -75,6 +75,7 @@ export async function rlStage(ctx: RunContext, sft: SftStageResult, rm: RmStageR
       seed,
       tasks: ctx.set.rl,
       explore: ctx.explore,
+      format: ctx.format,
       rm:
         rmPolicy && rm.json && !('skipped' in rm.json)
           ? { backend: rmPolicy, mean: rm.json.scoreMean, std: rm.json.scoreStd, weight: cfg.rm.weight }

@@ -64,13 +64,13 @@ describe('setup on every seed', () => {
       [...set.train, ...set.val].map((t) => t.prompt + t.demonstration),
       { vocabSize: 512 },
     );
-    const fits = (p: string) => tok.encode(p).length <= 40;
+    const fits = (t: { prompt: string }) => tok.encode(t.prompt).length <= 40;
     const built = fitTaskSet(set, fits, true);
     const suite = fitTaskSet(set, fits, false);
     expect(built.shortened.length).toBeGreaterThan(0);
     expect(suite.shortened).toEqual([]);
     expect(suite.dropped.length).toBeGreaterThan(built.dropped.length);
-    for (const t of [...built.set.train, ...built.set.heldout]) expect(fits(t.prompt)).toBe(true);
+    for (const t of [...built.set.train, ...built.set.heldout]) expect(fits(t)).toBe(true);
     const cfg = resolveConfig('tiny', { rl: { maxNewTokens: 120 } });
     await expect(setupFor(cfg, 1)).rejects.toThrow(
       /prompt fits 8 tokens \(the context of 128 less 120 new tokens, the larger of rl.maxNewTokens and eval.maxNewTokens\): lower them or raise model.contextLength/,

@@ -16,6 +16,7 @@ import type { RunBase, RunContext } from './context';
 import { evalSubset, type Summary } from './evaluation';
 import { loadReference } from './rl';
 import { isHfReference } from '../reference';
+import { promptFormatFor } from '../prompt-format';
 
 /** Where two configs differ, as `path (stored X, given Y)`, the first few. */
 export function configDiff(stored: unknown, given: unknown, limit = 4): string[] {
@@ -96,14 +97,24 @@ export async function setup(run: RunBase): Promise<RunContext> {
     tok = trained;
     model = { ...cfg.model, vocabSize: trained.vocabSize };
   }
+  const format = promptFormatFor(
+    cfg.promptFormat ?? 'auto',
+    tok,
+    pre ? `the model ${cfg.pretrained?.name ?? ''}`.trim() : "the lab's tokenizer",
+  );
+  if (format.kind === 'chat' && cfg.explore.syntax)
+    throw new Error(
+      'explore.syntax checks prompt + completion as JavaScript, and a chat completion ends with its closing code fence: turn explore.syntax off, or set promptFormat to "completion"',
+    );
   const room = Math.max(cfg.rl.maxNewTokens, cfg.eval.maxNewTokens);
   const budget = model.contextLength - room;
-  const { set, shortened, dropped } = fitTaskSet(drawn, (prompt) => tok.encode(prompt).length <= budget, !cfg.tasks.suite);
+  const { set, shortened, dropped } = fitTaskSet(drawn, (t) => format.taskIds(t.prompt, t.language).length <= budget, !cfg.tasks.suite);
   const empty = (['train', 'val', 'rl', 'heldout'] as const).filter((k) => drawn[k].length > 0 && set[k].length === 0);
   if (empty.length)
     throw new Error(
       `no ${empty.join(' or ')} task's prompt fits ${budget} tokens (the context of ${model.contextLength} less ${room} new tokens, ` +
-        `the larger of rl.maxNewTokens and eval.maxNewTokens): lower them or raise model.contextLength`,
+        `the larger of rl.maxNewTokens and eval.maxNewTokens): lower them or raise model.contextLength` +
+        (format.kind === 'chat' ? '; the prompts go through the chat template (promptFormat "completion" sends them as plain code)' : ''),
     );
   for (const k of ['train', 'val', 'rl', 'heldout'] as const) await store.write(`tasks/${k}.jsonl`, suiteJsonl(set[k]));
   const some = (ids: string[]) => `${ids.slice(0, 3).join(', ')}${ids.length > 3 ? ', …' : ''}`;
@@ -121,11 +132,12 @@ export async function setup(run: RunBase): Promise<RunContext> {
     [
       `${set.train.length} train, ${set.val.length} val, ${set.rl.length} rl, ${set.heldout.length} held-out tasks; vocabulary ${tok.vocabSize}`,
       ...(pre ? [`policy: ${pre.describe()}`] : []),
+      ...(format.kind === 'chat' ? ['prompts through the chat template'] : []),
       ...fitNote,
     ].join('; '),
   );
   const explore = o.exploreFor?.(tok);
-  return { ...run, tok, spec, set, trainEval: evalSubset(set.train), rlEval: evalSubset(set.rl), explore };
+  return { ...run, tok, spec, set, trainEval: evalSubset(set.train), rlEval: evalSubset(set.rl), explore, format };
 }
 
 /** The run's tasks: the built-in families, or the suite file the config names (checked against its hash). */

@@ -137,17 +137,17 @@ export interface TaskFit {
  * the context; this keeps every seed's run going instead of refusing it. `builtIn` false (a
  * suite file's tasks, which this generator did not make for this seed): tasks are only left out.
  */
-export function fitTaskSet(set: TaskSet, fits: (prompt: string) => boolean, builtIn: boolean): TaskFit {
+export function fitTaskSet(set: TaskSet, fits: (task: GeneratedTask) => boolean, builtIn: boolean): TaskFit {
   const concepts = new Map(allConcepts().map((c) => [c.key, c]));
   const shortened: string[] = [];
   const dropped: string[] = [];
   const fit = (t: GeneratedTask): GeneratedTask | null => {
-    if (fits(t.prompt)) return t;
+    if (fits(t)) return t;
     const concept = concepts.get(t.meta.concept);
     if (builtIn && t.meta.family === 'io' && concept && t.task_id === `coderl/io/${concept.key}`) {
       for (let n = EXAMPLES - 1; n >= 1; n--) {
         const again = makeTask('io', concept, t.meta.split, set.seed, n);
-        if (fits(again.prompt)) {
+        if (fits(again)) {
           shortened.push(t.task_id);
           return { ...t, prompt: again.prompt, meta: { ...t.meta, examples: n } };
         }
