@@ -28,6 +28,14 @@ export interface DecoderCpuCache {
   B: number;
   Tmax: number;
   layers: { k: Float64Array; v: Float64Array }[];
+  /** the adapted weights the prefill merged (DecoderCpu.merged), reused by every decode step of the same adapters */
+  merged?: Merged;
+}
+
+/** Engine weights with the enabled adapters merged in, and the adapters they were merged from. */
+interface Merged {
+  lora: CpuLora | null;
+  weights: Map<string, Float64Array>;
 }
 
 /** LoRA adapters on the float64 model and their gradients. */
@@ -86,6 +94,7 @@ export class DecoderCpu {
     hf: Float64Array; // (BT, C) normf(final)
     meanf: Float64Array;
     rstdf: Float64Array;
+    merged: Merged;
   } | null = null;
 
   /**
@@ -157,6 +166,9 @@ export class DecoderCpu {
     const start = input.start ?? new Uint32Array(B);
     const train = !kv && !lastOnly;
     this.saved = null;
+    // the adapters merged into their weights for this forward (a prefill's stay with its cache for the decode steps)
+    const merged = this.merged(kv?.cache);
+    const lw = (name: string) => merged.weights.get(name) ?? this.w(name);
 
     // x (BT, C): token embedding, plus the learned position's row (GPT-2)
     let x = new Float64Array(BT * C);
@@ -185,8 +197,7 @@ export class DecoderCpu {
         act: new Float64Array(BT * F),
       };
       this.norm(s.h1, s.mean1, s.rstd1, x, p('norm1'), BT);
-      matmulForwardRef(s.qkv, s.h1, this.w(p('qkv.w')), this.wOpt(p('qkv.b')), BT, C, W);
-      this.loraForward(s.qkv, s.h1, BT, C, W, p('qkv.w'));
+      matmulForwardRef(s.qkv, s.h1, lw(p('qkv.w')), this.wOpt(p('qkv.b')), BT, C, W);
       if (a.positions.kind === 'rope') ropeRef(s.qkv, positions, BT, W, NH + NKV, HS, a.positions.theta, false);
       if (train) attentionGqaTrainForwardRef(s.atty, s.lse, s.qkv, start, { B, T, NH, NKV, HS });
       else {
@@ -197,17 +208,14 @@ export class DecoderCpu {
         attentionGqaRef(s.atty, s.qkv, k, v, start, problem);
       }
       const o = new Float64Array(BT * C);
-      matmulForwardRef(o, s.atty, this.w(p('o.w')), this.wOpt(p('o.b')), BT, QD, C);
-      this.loraForward(o, s.atty, BT, QD, C, p('o.w'));
+      matmulForwardRef(o, s.atty, lw(p('o.w')), this.wOpt(p('o.b')), BT, QD, C);
       residualForwardRef(s.x2, x, o, BT * C);
       this.norm(s.h2, s.mean2, s.rstd2, s.x2, p('norm2'), BT);
-      matmulForwardRef(s.u, s.h2, this.w(p('up.w')), this.wOpt(p('up.b')), BT, C, up); // (BT, 2F) gate|up, or (BT, F)
-      this.loraForward(s.u, s.h2, BT, C, up, p('up.w'));
+      matmulForwardRef(s.u, s.h2, lw(p('up.w')), this.wOpt(p('up.b')), BT, C, up); // (BT, 2F) gate|up, or (BT, F)
       if (a.mlp === 'swiglu') swigluForwardRef(s.act, s.u, BT, F);
       else geluForwardRef(s.act, s.u, BT * F);
       const d = new Float64Array(BT * C);
-      matmulForwardRef(d, s.act, this.w(p('down.w')), this.wOpt(p('down.b')), BT, F, C);
-      this.loraForward(d, s.act, BT, F, C, p('down.w'));
+      matmulForwardRef(d, s.act, lw(p('down.w')), this.wOpt(p('down.b')), BT, F, C);
       x = new Float64Array(BT * C);
       residualForwardRef(x, s.x2, d, BT * C);
       if (train) layers.push(s);
@@ -226,7 +234,7 @@ export class DecoderCpu {
     const logits = new Float64Array(rows * V);
     matmulForwardRef(logits, hf, this.w(a.tiedEmbeddings ? 'embed' : 'head'), null, rows, C, V);
     if (train)
-      this.saved = { tokens: Array.from(input.tokens), positions: Array.from(positions), start, B, T, layers, final, hf, meanf, rstdf };
+      this.saved = { tokens: Array.from(input.tokens), positions: Array.from(positions), start, B, T, layers, final, hf, meanf, rstdf, merged };
     if (!this.valueHead) return { logits, lastOnly };
     const values = new Float64Array(rows); // (rows) the value head on the final norm's output
     matmulForwardRef(values, hf, this.valueHead.w, this.valueHead.b, rows, C, 1);
@@ -371,28 +379,43 @@ export class DecoderCpu {
     return this.lora && { dA: this.lora.dA, dB: this.lora.dB };
   }
 
-  /** out (N, Ntot) columns [r0, r1) += scaling * (inp A^T) B^T for each adapter on `engine` (inp (N, K)). */
-  private loraForward(out: Float64Array, inp: Float64Array, N: number, K: number, Ntot: number, engine: string): void {
-    const l = this.lora;
-    if (!l || !this.loraEnabled) return;
-    const r = l.rank;
-    l.modules.forEach((m, i) => {
-      if (m.engine !== engine) return;
-      const xa = new Float64Array(N * r); // (N, r) = inp . A^T
-      matmulForwardRef(xa, inp, l.A[i]!, null, N, K, r);
-      const [r0, r1] = m.rows;
-      for (let n = 0; n < N; n++)
-        for (let o = r0; o < r1; o++) {
-          let sum = 0;
-          for (let j = 0; j < r; j++) sum += xa[n * r + j]! * l.B[i]![(o - r0) * r + j]!;
-          out[n * Ntot + o]! += l.scaling * sum;
-        }
-    });
+  /**
+   * The adapted weights of this forward: each weight with adapters on it as W + scaling * B A over
+   * each module's rows [r0, r1) (out (Ntot, K) += scaling * B (out, r) . A (r, K)), scratch copies
+   * (the base is not changed), none without enabled adapters. out . W'^T is then the base layer's
+   * output plus scaling * (inp A^T) B^T, PEFT's Linear.forward, in one matmul. A KV cache keeps the
+   * prefill's for its decode steps, while the adapters are the same object.
+   */
+  private merged(cache?: DecoderCpuCache): Merged {
+    const l = this.loraEnabled ? this.lora : null;
+    if (cache?.merged && cache.merged.lora === l) return cache.merged;
+    const weights = new Map<string, Float64Array>();
+    if (l) {
+      const r = l.rank;
+      l.modules.forEach((m, i) => {
+        let w = weights.get(m.engine);
+        if (!w) weights.set(m.engine, (w = Float64Array.from(this.w(m.engine))));
+        const K = m.inFeatures;
+        const A = l.A[i]!;
+        const B = l.B[i]!;
+        const [r0, r1] = m.rows;
+        for (let o = r0; o < r1; o++)
+          for (let j = 0; j < r; j++) {
+            const b = l.scaling * B[(o - r0) * r + j]!;
+            if (b === 0) continue;
+            for (let k = 0; k < K; k++) w[o * K + k]! += b * A[j * K + k]!;
+          }
+      });
+    }
+    const out = { lora: l, weights };
+    if (cache) cache.merged = out;
+    return out;
   }
 
   /**
-   * The backward of out = inp . W^T + b (+ the adapters on W): dinp (N, K) += ..., and the
-   * gradients of W and b (full fine-tuning) or of the adapters (LoRA), from dout (N, Ntot).
+   * The backward of out = inp . W'^T + b, W' = W + scaling * B A (the forward's merged weight;
+   * W itself without adapters): dinp (N, K) += dout . W', and the gradients of W and b (full
+   * fine-tuning) or of the adapters (LoRA), from dout (N, Ntot). `merged`: the forward's.
    */
   private linearBackward(
     dinp: Float64Array,
@@ -403,6 +426,7 @@ export class DecoderCpu {
     Ntot: number,
     weight: string,
     bias: string | null,
+    merged: Merged,
   ): void {
     // with LoRA the base weight and bias are frozen: their gradients are not computed at all
     matmulBackwardRef(
@@ -411,20 +435,22 @@ export class DecoderCpu {
       bias && !this.lora ? this.g(bias) : null,
       dout,
       inp,
-      this.w(weight),
+      merged.weights.get(weight) ?? this.w(weight),
       N,
       K,
       Ntot,
     );
-    const l = this.lora;
-    if (!l || !this.loraEnabled) return;
+    const l = merged.lora;
+    if (!l) return;
     const r = l.rank;
     l.modules.forEach((m, i) => {
       if (m.engine !== weight) return;
       const [r0, r1] = m.rows;
       const A = l.A[i]!;
       const B = l.B[i]!;
-      const xa = new Float64Array(N * r); // (N, r) = inp . A^T, as in the forward
+      const dA = l.dA[i]!;
+      const dB = l.dB[i]!;
+      const xa = new Float64Array(N * r); // (N, r) = inp . A^T
       matmulForwardRef(xa, inp, A, null, N, K, r);
       const dxa = new Float64Array(N * r); // (N, r) = scaling * dout[:, r0:r1] . B
       for (let n = 0; n < N; n++)
@@ -433,11 +459,18 @@ export class DecoderCpu {
           if (g === 0) continue;
           for (let j = 0; j < r; j++) {
             dxa[n * r + j]! += g * B[(o - r0) * r + j]!;
-            l.dB[i]![(o - r0) * r + j]! += g * xa[n * r + j]!; // dB += scaling * dout^T . xa
+            dB[(o - r0) * r + j]! += g * xa[n * r + j]!; // dB += scaling * dout^T . xa
           }
         }
-      // xa = inp . A^T: dA += dxa^T . inp, dinp += dxa . A
-      matmulBackwardRef(dinp, l.dA[i]!, null, dxa, inp, A, N, K, r);
+      // xa = inp . A^T: dA += dxa^T . inp (dinp's share, dxa . A, is in the merged weight's product above)
+      for (let n = 0; n < N; n++)
+        for (let j = 0; j < r; j++) {
+          const g = dxa[n * r + j]!;
+          if (g === 0) continue;
+          const a0 = j * K;
+          const i0 = n * K;
+          for (let k = 0; k < K; k++) dA[a0 + k]! += g * inp[i0 + k]!;
+        }
     });
   }
 
@@ -472,19 +505,19 @@ export class DecoderCpu {
       const p = (n: string) => layerTensor(l, n);
       // x_out = x2 + down(act): dx is d(x2) and d(down's output)
       const dact = new Float64Array(BT * F);
-      this.linearBackward(dact, dx, s.act, BT, F, C, p('down.w'), a.bias.mlp ? p('down.b') : null);
+      this.linearBackward(dact, dx, s.act, BT, F, C, p('down.w'), a.bias.mlp ? p('down.b') : null, sv.merged);
       // act = swiglu(u) or gelu(u)
       const du = new Float64Array(BT * up);
       if (a.mlp === 'swiglu') swigluBackwardRef(du, dact, s.u, BT, F);
       else geluBackwardRef(du, s.u, dact, BT * F);
       // u = h2 . up^T + b
       const dh2 = new Float64Array(BT * C);
-      this.linearBackward(dh2, du, s.h2, BT, C, up, p('up.w'), a.bias.mlp ? p('up.b') : null);
+      this.linearBackward(dh2, du, s.h2, BT, C, up, p('up.w'), a.bias.mlp ? p('up.b') : null, sv.merged);
       // h2 = norm2(x2): adds to dx, which already holds x2's gradient through the residual
       this.normBackward(dx, dh2, s.x2, s.mean2, s.rstd2, p('norm2'), BT);
       // x2 = x + o(atty)
       const datty = new Float64Array(BT * QD);
-      this.linearBackward(datty, dx, s.atty, BT, QD, C, p('o.w'), a.bias.o ? p('o.b') : null);
+      this.linearBackward(datty, dx, s.atty, BT, QD, C, p('o.w'), a.bias.o ? p('o.b') : null, sv.merged);
       // atty = attention(qkv) (after rope)
       const dqkv = new Float64Array(BT * W);
       attentionGqaBackwardRef(dqkv, datty, s.qkv, s.atty, s.lse, sv.start, { B, T, NH, NKV, HS });
@@ -492,7 +525,7 @@ export class DecoderCpu {
       if (a.positions.kind === 'rope') ropeRef(dqkv, sv.positions, BT, W, NH + NKV, HS, a.positions.theta, true);
       // qkv_pre = h1 . qkv^T + b
       const dh1 = new Float64Array(BT * C);
-      this.linearBackward(dh1, dqkv, s.h1, BT, C, W, p('qkv.w'), a.bias.qkv ? p('qkv.b') : null);
+      this.linearBackward(dh1, dqkv, s.h1, BT, C, W, p('qkv.w'), a.bias.qkv ? p('qkv.b') : null, sv.merged);
       // h1 = norm1(x)
       this.normBackward(dx, dh1, s.x, s.mean1, s.rstd1, p('norm1'), BT);
     }
