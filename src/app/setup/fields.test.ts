@@ -11,6 +11,7 @@ import {
   FIELDS,
   fieldView,
   getPath,
+  isChanged,
   parseField,
   SECTIONS,
   staleNotice,
@@ -19,17 +20,28 @@ import {
 } from './fields';
 
 describe('settings form fields', () => {
-  test('every field is a real config path with a value of its kind in every preset', () => {
+  test('every field is a real config path with a value of its kind in every preset (an optional one: what its absence means)', () => {
     for (const preset of Object.keys(RL_PRESETS)) {
       const cfg = resolveConfig(preset);
       for (const f of FIELDS) {
-        const v = getPath(cfg, f.path);
+        const v = getPath(cfg, f.path) ?? f.absent;
         const want = f.kind === 'bool' ? 'boolean' : f.kind === 'enum' ? 'string' : 'number';
         expect(typeof v, `${preset} ${f.path}`).toBe(want);
         if (f.kind === 'enum') expect(f.values).toContain(v);
         expect(fieldError(preset, f.path, v), `${preset} ${f.path}`).toBeNull();
       }
     }
+  });
+
+  test('an optional setting: its absence shows as what it means; choosing that again removes it', () => {
+    const f = FIELDS.find((x) => x.path === 'promptFormat')!;
+    expect(fieldView('tiny', {}, f, undefined, null).value).toBe('auto');
+    expect(isChanged('tiny', {}, f)).toBe(false);
+    const o = withOverride({}, 'tiny', 'promptFormat', 'chat');
+    expect(o).toEqual({ promptFormat: 'chat' });
+    expect(isChanged('tiny', o, f)).toBe(true);
+    expect(withOverride(o, 'tiny', 'promptFormat', 'auto')).toEqual({});
+    expect(fieldError('tiny', 'promptFormat', 'xml')).toMatch(/must be one of auto, chat, completion/);
   });
 
   test('overrides keep only the difference from the preset', () => {

@@ -15,6 +15,7 @@
 import { mergeConfig, resolveConfig, RL_PRESETS, type RlConfig } from '../../rl/config';
 import { DEFAULT_REWARD } from '../../reward/reward';
 import { errorText } from '../../util/errors';
+import { PROMPT_FORMATS } from '../../rl/prompt-format';
 
 export type FieldKind = 'int' | 'num' | 'bool' | 'enum';
 
@@ -26,6 +27,8 @@ export interface Field {
   /** enum choices */
   values?: readonly string[];
   hint?: string;
+  /** what the setting means when the config leaves it out (an optional setting the presets do not set) */
+  absent?: unknown;
 }
 
 export interface Section {
@@ -79,6 +82,14 @@ export const SECTIONS: Section[] = [
     id: 'rl',
     title: 'Reinforcement learning',
     fields: [
+      {
+        path: 'promptFormat',
+        label: 'Prompt format',
+        kind: 'enum',
+        values: PROMPT_FORMATS,
+        absent: 'auto',
+        hint: "how prompts and repair turns reach the model: auto is the chat template when the model has one (never the lab's GPT)",
+      },
       { path: 'rl.algo', label: 'Algorithm', kind: 'enum', values: ['ppo', 'grpo'] },
       { path: 'rl.iterations', label: 'Iterations', kind: 'int' },
       { path: 'rl.promptsPerIteration', label: 'Prompts per iteration', kind: 'int' },
@@ -142,7 +153,7 @@ export function effective(preset: string, overrides: unknown): RlConfig | null {
 export function withOverride(overrides: unknown, preset: string, path: string, value: unknown): Record<string, unknown> {
   const out = isObject(overrides) ? structuredClone(overrides) : {};
   const keys = path.split('.');
-  const same = JSON.stringify(getPath(RL_PRESETS[preset], path)) === JSON.stringify(value);
+  const same = JSON.stringify(getPath(RL_PRESETS[preset], path) ?? fieldAt(path)?.absent) === JSON.stringify(value);
   const chain: Record<string, unknown>[] = [out];
   for (const k of keys.slice(0, -1)) {
     const here = chain[chain.length - 1]!;
@@ -277,13 +288,18 @@ export type Drafts = Record<string, Draft>;
 
 /** The preset's own value of a field. */
 export function presetValue(preset: string, f: Field): unknown {
-  return getPath(RL_PRESETS[preset], f.path);
+  return getPath(RL_PRESETS[preset], f.path) ?? f.absent;
+}
+
+/** The value a field shows for a config: its setting, or what leaving it out means. */
+function shownValue(cfg: RlConfig | null, f: Field): unknown {
+  return getPath(cfg, f.path) ?? f.absent;
 }
 
 /** Whether a field differs from the preset: its value does, or it holds invalid text (a change not yet in the overrides). */
 export function isChanged(preset: string, overrides: unknown, f: Field, draft?: Draft): boolean {
   if (draft && draft.error !== null) return true;
-  return JSON.stringify(getPath(effective(preset, overrides), f.path)) !== JSON.stringify(presetValue(preset, f));
+  return JSON.stringify(shownValue(effective(preset, overrides), f)) !== JSON.stringify(presetValue(preset, f));
 }
 
 /** How many fields of a section differ from the preset (for its "n changed"). */
@@ -313,7 +329,7 @@ export function fieldView(preset: string, overrides: unknown, f: Field, draft: D
   const hint = Array.isArray(k)
     ? [f.hint, `pass@k is reported for k = ${k.join(', ')} (a smaller count drops the larger k)`].filter(Boolean).join('; ')
     : f.hint;
-  return { value: getPath(cfg, f.path), error, changed, reset: changed || error !== null, presetValue: presetValue(preset, f), hint };
+  return { value: shownValue(cfg, f), error, changed, reset: changed || error !== null, presetValue: presetValue(preset, f), hint };
 }
 
 /**
@@ -324,7 +340,7 @@ export function fieldView(preset: string, overrides: unknown, f: Field, draft: D
 export function staleNotice(preset: string, overrides: unknown, drafts: Drafts): string | null {
   const cfg = effective(preset, overrides);
   const stale = FIELDS.filter((f) => drafts[f.path] && drafts[f.path]!.error !== null).map((f) => {
-    const kept = getPath(cfg, f.path);
+    const kept = shownValue(cfg, f);
     const whose = JSON.stringify(kept) === JSON.stringify(presetValue(preset, f)) ? "the preset's" : 'your last valid value';
     return `${fieldName(f)} holds "${drafts[f.path]!.text}", so the JSON keeps ${f.path} at ${JSON.stringify(kept)} (${whose})`;
   });
