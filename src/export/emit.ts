@@ -34,6 +34,11 @@ export function yamlValue(v: Scalar | Scalar[]): string {
   return Array.isArray(v) ? `[${v.map(yamlScalar).join(', ')}]` : yamlScalar(v);
 }
 
+/** A key as YAML 1.1 reads it back as that string: `n`, `on`, `yes` ... are quoted (PyYAML would read `on` as true; veRL's own generated config quotes 'n'). */
+function yamlKey(k: string): string {
+  return /^(y|n|yes|no|on|off|true|false|null|~)$/i.test(k) ? `'${k}'` : k;
+}
+
 interface YamlNode {
   children: Map<string, YamlNode>;
   leaf?: { value: Scalar | Scalar[]; comment: string };
@@ -56,9 +61,9 @@ export function yamlTree(entries: readonly { key: string; value: Scalar | Scalar
   const walk = (node: YamlNode, indent: string): void => {
     for (const [k, child] of node.children) {
       if (child.leaf) {
-        lines.push(`${indent}# ${child.leaf.comment}`, `${indent}${k}: ${yamlValue(child.leaf.value)}`);
+        lines.push(`${indent}# ${child.leaf.comment}`, `${indent}${yamlKey(k)}: ${yamlValue(child.leaf.value)}`);
       } else {
-        lines.push(`${indent}${k}:`);
+        lines.push(`${indent}${yamlKey(k)}:`);
         walk(child, `${indent}  `);
       }
     }

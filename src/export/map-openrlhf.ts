@@ -7,6 +7,7 @@
 import {
   commonNotes,
   grpoUnusedNotes,
+  ppoUnusedNotes,
   LAB_RL_OPTIM,
   sameAsTrainingNote,
   type ExportRun,
@@ -68,7 +69,13 @@ export function openrlhfMapping(run: ExportRun): TrainerMapping {
     { key: 'train.seed', value: seed, from: ['seed'], source: CLI },
     { key: 'actor.eps_clip', value: rl.clip, from: ['rl.clip'], source: CLI },
     { key: 'actor.entropy_coef', value: rl.entCoef, from: ['rl.entCoef'], source: CLI },
-    { key: 'algo.advantage.estimator', value: estimator(run), from: grpo ? ['rl.algo', 'rl.groupStd'] : ['rl.algo'], source: ADV },
+    {
+      key: 'algo.advantage.estimator',
+      value: estimator(run),
+      from: grpo ? ['rl.algo', 'rl.groupStd'] : ['rl.algo'],
+      source: ADV,
+      how: 'PPO: gae; GRPO: group_norm (divided by the group std) or dr_grpo (centred only, rl.groupStd false)',
+    },
     { key: 'algo.kl.init_coef', value: rl.kl.coef, from: ['rl.kl.coef'], source: CLI },
     {
       key: 'algo.kl.estimator',
@@ -123,6 +130,7 @@ export function openrlhfMapping(run: ExportRun): TrainerMapping {
     for (const k of ['adaptive', 'target', 'horizon'] as const)
       notes.push({ lab: `rl.kl.${k}`, value: rl.kl[k], kind: rl.kl.adaptive ? 'unmapped' : 'unused', why });
   } else {
+    notes.push(...ppoUnusedNotes(cfg));
     notes.push({
       lab: 'rl.vfCoef',
       value: rl.vfCoef,

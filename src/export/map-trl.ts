@@ -101,7 +101,7 @@ export function trlMapping(run: ExportRun): TrainerMapping {
     { key: 'lr_scheduler_type', value: 'constant', from: ['code:rl constant learning rate'], source: ARGS },
     { key: 'warmup_steps', value: 0, from: ['code:rl constant learning rate'], source: ARGS },
     { key: 'seed', value: seed, from: ['seed'], source: ARGS },
-    { key: 'eval_strategy', value: 'steps', from: ['rl.evalEvery'], source: ARGS },
+    { key: 'eval_strategy', value: 'steps', from: ['rl.evalEvery'], source: ARGS, how: 'evaluate every eval_steps' },
     {
       key: 'eval_steps',
       value: rl.evalEvery * perIteration,

@@ -7,6 +7,7 @@
 import {
   commonNotes,
   grpoUnusedNotes,
+  ppoUnusedNotes,
   LAB_RL_OPTIM,
   maxPromptTokens,
   sameAsTrainingNote,
@@ -142,7 +143,7 @@ export function verlMapping(run: ExportRun): TrainerMapping {
   ];
   if (grpo) {
     m.push(
-      { key: 'algorithm.adv_estimator', value: 'grpo', from: ['rl.algo'], source: SRC.main },
+      { key: 'algorithm.adv_estimator', value: 'grpo', from: ['rl.algo'], source: SRC.main, how: 'GRPO: group-relative advantages' },
       {
         key: 'algorithm.norm_adv_by_std_in_grpo',
         value: rl.groupStd,
@@ -187,10 +188,16 @@ export function verlMapping(run: ExportRun): TrainerMapping {
         how: "the k1 estimate logp - ref, as the lab's",
       },
       { key: 'algorithm.kl_ctrl.kl_coef', value: rl.kl.coef, from: ['rl.kl.coef'], source: SRC.main },
-      { key: 'algorithm.kl_ctrl.type', value: rl.kl.adaptive ? 'adaptive' : 'fixed', from: ['rl.kl.adaptive'], source: SRC.main },
+      {
+        key: 'algorithm.kl_ctrl.type',
+        value: rl.kl.adaptive ? 'adaptive' : 'fixed',
+        from: ['rl.kl.adaptive'],
+        source: SRC.main,
+        how: 'adaptive when rl.kl.adaptive',
+      },
       { key: 'algorithm.kl_ctrl.target_kl', value: rl.kl.target, from: ['rl.kl.target'], source: SRC.main },
       { key: 'algorithm.kl_ctrl.horizon', value: rl.kl.horizon, from: ['rl.kl.horizon'], source: SRC.main },
-      { key: `${ACTOR}.use_kl_loss`, value: false, from: ['rl.algo'], source: SRC.actor },
+      { key: `${ACTOR}.use_kl_loss`, value: false, from: ['rl.algo'], source: SRC.actor, how: 'PPO: the KL is in the reward' },
       ...optimKeys('critic', SRC.dpCritic, rl.lr, rl.gradClip),
       { key: 'critic.cliprange_value', value: rl.vclip, from: ['rl.vclip'], source: SRC.critic },
     );
@@ -218,6 +225,7 @@ export function verlMapping(run: ExportRun): TrainerMapping {
       { lab: 'rl.kl.horizon', value: rl.kl.horizon, kind: 'unused', why: "the adaptive controller's horizon (GRPO: see rl.kl.adaptive)" },
     );
   } else {
+    notes.push(...ppoUnusedNotes(cfg));
     notes.push({
       lab: 'rl.vfCoef',
       value: rl.vfCoef,

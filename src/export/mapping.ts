@@ -200,9 +200,9 @@ export function commonNotes(run: ExportRun): Note[] {
     },
     {
       lab: 'promptFormat',
-      value: (cfg as { promptFormat?: string }).promptFormat ?? 'auto',
+      value: (cfg as { promptFormat?: string }).promptFormat ?? null,
       kind: 'carried',
-      why: `decides the prompts' shape: ${run.format === 'chat' ? "chat messages through the model's chat template" : 'plain code the model continues'}`,
+      why: `(absent: auto) decides the prompts' shape: ${run.format === 'chat' ? "chat messages through the model's chat template" : 'plain code the model continues'}`,
     },
   ];
   if (cfg.pretrained)
@@ -231,6 +231,13 @@ export function grpoUnusedNotes(cfg: RlConfig): Note[] {
     kind: 'unused',
     why,
   }));
+}
+
+/** rl.groupStd in a PPO run: it scales GRPO's group advantages only. */
+export function ppoUnusedNotes(cfg: RlConfig): Note[] {
+  return [
+    { lab: 'rl.groupStd', value: cfg.rl.groupStd, kind: 'unused', why: "it scales GRPO's group-relative advantages; PPO's are GAE's" },
+  ];
 }
 
 /** The note for eval.temperature / eval.maxNewTokens when the trainer samples validation like training. */
