@@ -173,6 +173,7 @@ export class PythonRunner {
     py.setStdin({ error: true });
     if (interrupt) {
       runner.interrupt = new Int32Array(interrupt);
+      Atomics.store(runner.interrupt, 0, 0); // a deadline that passed during this worker's earlier JavaScript run
       py.setInterruptBuffer(runner.interrupt);
     }
     lockRealm(py);
