@@ -120,6 +120,7 @@ export class PythonProgramRunner {
     py.setStdin({ read: (b) => runner.read(b), isatty: false });
     if (interrupt) {
       runner.interrupt = new Int32Array(interrupt);
+      Atomics.store(runner.interrupt, 0, 0); // a deadline that passed during this worker's earlier JavaScript run
       py.setInterruptBuffer(runner.interrupt);
     }
     lockRealm(py);
