@@ -234,7 +234,19 @@ export class DecoderCpu {
     const logits = new Float64Array(rows * V);
     matmulForwardRef(logits, hf, this.w(a.tiedEmbeddings ? 'embed' : 'head'), null, rows, C, V);
     if (train)
-      this.saved = { tokens: Array.from(input.tokens), positions: Array.from(positions), start, B, T, layers, final, hf, meanf, rstdf, merged };
+      this.saved = {
+        tokens: Array.from(input.tokens),
+        positions: Array.from(positions),
+        start,
+        B,
+        T,
+        layers,
+        final,
+        hf,
+        meanf,
+        rstdf,
+        merged,
+      };
     if (!this.valueHead) return { logits, lastOnly };
     const values = new Float64Array(rows); // (rows) the value head on the final norm's output
     matmulForwardRef(values, hf, this.valueHead.w, this.valueHead.b, rows, C, 1);
