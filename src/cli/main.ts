@@ -4,6 +4,7 @@ import { commandHelp, parseCommandArgs, UsageError, type Command, type Io } from
 import { benchCommand } from './commands/bench';
 import { gpuInfoCommand } from './commands/gpu-info';
 import { scoreCommand } from './commands/score';
+import { serveCommand } from './commands/serve';
 import { suitesCommand } from './commands/suites';
 import { trainCommand } from './commands/train';
 import { evalCommand } from './commands/eval';
@@ -16,6 +17,7 @@ export const COMMANDS: Command[] = [
   benchCommand,
   suitesCommand,
   scoreCommand,
+  serveCommand,
   trainCommand,
   evalCommand,
   generateCommand,
