@@ -16,13 +16,22 @@ export interface ServeConfig {
   workers: number;
   /** sandbox workers that run plain programs (/run_code); 0: /run_code answers 503 */
   programWorkers: number;
-  /** the suite /get_reward looks task ids up in when the request names none (?suite=): a built-in name or an uploaded hash */
+  /**
+   * the suite /get_reward looks task ids up in when the request names none (?suite=), and
+   * /v1/score's when a request gives none of suite, suite_hash and tasks: a built-in name, a
+   * suite file (read and pinned at start, named by this path) or an uploaded suite's hash
+   */
   defaultSuite: string | undefined;
   /** reward weights when a request gives none (and always for /get_reward) */
   reward: RewardConfig;
   /** limits of one scored program (the same as `coderl score --timeout`) */
   limits: RunLimits;
-  /** programs waiting for a worker, per pool, past which a request is refused (429; 504 on /run_code) */
+  /**
+   * programs waiting for a worker, per pool, past which a request is refused (429; 504 on
+   * /run_code); also the most completions one request may hold. OpenRLHF 0.10+ asks once per
+   * sample, a whole rollout at once, and retries a refusal only 5 times 1 s apart (then the
+   * sample has no reward): keep it at least rollout_batch_size x n_samples_per_prompt
+   */
   queueLimit: number;
   /** largest request body, bytes (413 past it) */
   maxBodyBytes: number;
@@ -62,7 +71,7 @@ export const DEFAULT_SERVE: ServeConfig = {
   defaultSuite: undefined,
   reward: DEFAULT_REWARD,
   limits: DEFAULT_LIMITS,
-  queueLimit: 256,
+  queueLimit: 4096,
   maxBodyBytes: 16 << 20,
   requestTimeoutMs: 120_000,
   maxRunTimeoutMs: 30_000,

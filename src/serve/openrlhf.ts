@@ -1,15 +1,21 @@
 /**
  * OpenRLHF's remote reward protocol, POST /get_reward, as its client sends it and reads it
- * (OpenRLHF/OpenRLHF openrlhf/utils/agent.py, SingleTurnAgentExecutor):
+ * (OpenRLHF/OpenRLHF v0.11.0 = 3c3be6234e0c, openrlhf/utils/agent.py, SingleTurnAgentExecutor):
  *
  *   query = hf_tokenizer.decode(output["observation_tokens"], skip_special_tokens=False)
  *   payload = {"query": queries_list[...], "prompts": prompts_list[...], "labels": labels_list[...]}
  *   ... session.post(url, json=data) ... response.raise_for_status() ... return await response.json()
  *   score_value = rewards_info.get("scores") ... reward=rewards_info.get("rewards"), extra_logs=rewards_info.get("extra_logs") or {}
  *
- * and its server (openrlhf/cli/serve_rm.py) answers {"rewards": [...], "scores": [...],
- * "extra_logs": {"dummy_scores": [...]}}: one number per query in each list, which both the
- * current per-sample client and the older batched one (torch.cat of the lists) read.
+ * one sample per request, no Authorization header (a token rides in the URL: user:T@host or
+ * ?token=T), 180 s total timeout, any error retried 5 times 1 s apart, then the sample is left
+ * without a reward. Before 0.10 (v0.9.0 = 06ab51e75c0e, openrlhf/utils/remote_rm_utils.py,
+ * request_api_wrapper) the same body went batched through requests.post, with the same retries,
+ * and experience_maker.py torch.cat-ed `rewards`, `scores` and each `extra_logs` key across the
+ * answers. Its server (openrlhf/cli/serve_rm.py) answers {"rewards": [...], "scores": [...],
+ * "extra_logs": {"dummy_scores": [...]}}: one number per query in each list, which both read;
+ * so does this one, and its extra_logs keys are the same for every answer (the six reward
+ * components are always there), as the concatenation needs.
  *
  * Splitting. `query` is prompt and response decoded together, so the response is what follows
  * the prompt: after its first occurrence in the query, else after the longest suffix of the

@@ -26,6 +26,11 @@ export interface ServeState {
 }
 
 async function loadRef(s: ServeState, ref: SuiteRef): Promise<LoadedSuite> {
+  if (ref.kind === 'default') {
+    if (s.config.defaultSuite === undefined)
+      throw fieldError('suite', 'give exactly one of suite, suite_hash and tasks (this server has no --suite to fall back on)');
+    return s.suites.resolve(s.config.defaultSuite, '--suite');
+  }
   if (ref.kind === 'name') return s.suites.byName(ref.name, 'suite');
   if (ref.kind === 'hash') return s.suites.byHash(ref.hash, 'suite_hash');
   return { label: 'tasks (inline)', tasks: ref.tasks, byId: new Map(ref.tasks.map((t) => [t.task_id, t])) };

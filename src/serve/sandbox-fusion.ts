@@ -1,16 +1,22 @@
 /**
- * The part of Sandbox Fusion's POST /run_code (bytedance/SandboxFusion sandbox/server/sandbox_api.py)
- * that veRL's sandbox_fusion reward and tool call (volcengine/verl
- * verl/utils/reward_score/sandbox_fusion/utils.py, call_sandbox_api), which sends
+ * The part of Sandbox Fusion's POST /run_code (bytedance/SandboxFusion 469de0845cb7,
+ * sandbox/server/sandbox_api.py RunCodeRequest / RunCodeResponse / parse_run_status,
+ * sandbox/runners/types.py CommandRunResult) that veRL's sandbox_fusion reward and tool call
+ * (volcengine/verl b178a3cd56f5, verl/utils/reward_score/sandbox_fusion/utils.py,
+ * call_sandbox_api) uses. veRL sends
  *
- *   {"compile_timeout": ..., "run_timeout": ..., "code": ..., "stdin": ..., "memory_limit_MB": ...,
+ *   {"compile_timeout": ..., "run_timeout": ..., "code": ..., "stdin": ... (or null), "memory_limit_MB": ...,
  *    "language": language, "files": {}, "fetch_files": []}
  *
+ * with Content-Type and Accept only (a token rides in the URL), waits compile + run + 10 s,
+ * retries a 504 (3 attempts, 1 s then 2 s apart) and takes any other non-2xx as an API error,
  * and reads `status` ("Success" / "Failed" / "SandboxError"), `compile_result` and `run_result`
  * {status ("Finished" / "TimeLimitExceeded" / "Error"), return_code, stdout, stderr,
- * execution_time}. Answers follow Sandbox Fusion's parse_run_status: Success when the run
- * finished with code 0, Failed on a time limit or another code, SandboxError when the sandbox
- * itself failed. Python and JavaScript have no compile step: compile_result is null.
+ * execution_time}: Success wants run_result Finished; Failed with TimeLimitExceeded is a
+ * timeout, with Finished and a code other than 0 a runtime error. Answers follow Sandbox
+ * Fusion's parse_run_status: Success when the run finished with code 0, Failed on a time limit
+ * or another code, SandboxError when the sandbox itself failed. Python and JavaScript have no
+ * compile step: compile_result is null.
  */
 import type { RunLimits, RunResult } from '../sandbox/result';
 import { DEFAULT_LIMITS } from '../sandbox/result';

@@ -133,6 +133,12 @@ describe('POST /v1/score', () => {
       'unknown field',
     ],
     ['two suites', { suite: 'humaneval-x-js', tasks: [], completions: [] }, 'tasks', 'exactly one of suite, suite_hash and tasks'],
+    [
+      'no suite, and no --suite to fall back on',
+      { completions: [{ task_id: 'JavaScript/0', completion: '' }] },
+      'suite',
+      'give exactly one of suite, suite_hash and tasks (this server has no --suite',
+    ],
     ['an unknown built-in', { suite: 'mbpp', completions: [{ task_id: 'x', completion: '' }] }, 'suite', "'mbpp' is not a built-in suite"],
     ['a bad hash', { suite_hash: 'abc', completions: [{ task_id: 'x', completion: '' }] }, 'suite_hash', '64 hex digits'],
     [

@@ -1,8 +1,8 @@
 /**
  * `coderl serve`, composed: the sandbox pools (tests; plain programs), the cached analyzer, the
- * suite store, a bounded queue per pool, the routes, and a node:http listener. `start` listens
- * first (so /healthz answers at once) and is ready (/readyz 200) once one warm-up program per
- * worker has run. `close` drains: /readyz and every new request answer 503, the requests in
+ * suite store (the --suite loaded into it first), a bounded queue per pool, the routes, and a
+ * node:http listener. `start` listens before the workers are warm (so /healthz answers at once)
+ * and is ready (/readyz 200) once one warm-up program per worker has run. `close` drains: /readyz and every new request answer 503, the requests in
  * flight finish, then the listener and the pools it made are closed.
  *
  * Pools and analyzer may be passed in (tests share them between servers); those are not closed.
@@ -69,7 +69,12 @@ export class ServeServer {
     this.ready.catch(() => {}); // a failed warm-up leaves /readyz at 503; start()'s caller sees it through `ready`
   }
 
+  /** Loads the --suite first (a DefaultSuiteError before anything starts), then the pools, then listens. */
   static async start(config: ServeConfig, deps: ServeDeps = {}): Promise<ServeServer> {
+    const suites = new SuiteStore(config.suiteCacheSize);
+    const defaultSuite = config.defaultSuite === undefined ? undefined : await suites.loadDefault(config.defaultSuite);
+    // the default suite's language warms the workers (Python loads the interpreters); JavaScript without one
+    const language: Language = defaultSuite?.tasks[0]?.language ?? 'javascript';
     const owned: { close(): void }[] = [];
     const [pool, programPool, analyzer] = await Promise.all([
       deps.pool ?? createNodePool({ size: config.workers }).then((p) => (owned.push(p), p)),
@@ -85,7 +90,7 @@ export class ServeServer {
     let server: ServeServer | undefined;
     const state: ServeState = {
       config,
-      suites: new SuiteStore(config.suiteCacheSize),
+      suites,
       scorer: { scheduler, analyzer, limits: config.limits },
       programs,
       metrics,
@@ -102,7 +107,6 @@ export class ServeServer {
     const inflight: Inflight = { count: 0 };
     const http = createServer({ keepAliveTimeout: 65_000 }, createListener(serveRoutes(state), opts, inflight));
     try {
-      const language = await defaultLanguage(state);
       await new Promise<void>((resolve, reject) => {
         http.once('error', reject);
         http.listen(config.port, config.host, () => resolve());
@@ -145,13 +149,6 @@ export class ServeServer {
     });
     for (const o of this.owned) o.close();
   }
-}
-
-/** The default suite's language (Python warms the interpreters), JavaScript without one. */
-async function defaultLanguage(s: ServeState): Promise<Language> {
-  if (!s.config.defaultSuite) return 'javascript';
-  const suite = await s.suites.resolve(s.config.defaultSuite, '--suite');
-  return suite.tasks[0]?.language ?? 'javascript';
 }
 
 async function warm(pool: SandboxPool, programPool: SandboxPool | undefined, language: Language): Promise<void> {

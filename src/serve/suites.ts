@@ -1,11 +1,13 @@
 /**
- * The suites a request can name: the built-in ones (read once from data/benchmarks/, kept), and
- * suites uploaded with POST /v1/suites, kept by the SHA-256 of the bytes uploaded in a bounded
- * LRU. The server is otherwise stateless: a replica that lacks a hash answers 404 naming it, and
- * the client uploads the same bytes again (it knows the hash without asking: sha256 of its body).
+ * The suites a request can name: the built-in ones (read once from data/benchmarks/, kept), the
+ * server's --suite when it is a file (read at start, pinned: never evicted, named by its path),
+ * and suites uploaded with POST /v1/suites, kept by the SHA-256 of the bytes uploaded in a
+ * bounded LRU. The server is otherwise stateless: a replica that lacks a hash answers 404 naming
+ * it, and the client uploads the same bytes again (it knows the hash without asking: sha256 of
+ * its body).
  */
 import { createHash } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
+import { readFile, stat } from 'node:fs/promises';
 import { benchmarkPath } from '../tasks/benchmarks';
 import { BUILTIN_SUITES, builtinSuite } from '../tasks/builtin-suites';
 import { bytesToText } from '../tasks/bytes';
@@ -48,8 +50,18 @@ export async function parseUpload(bytes: Uint8Array): Promise<Task[]> {
   return items;
 }
 
+/** The server's --suite could not be used (an unknown name, an unreadable file, a bad line): the CLI exits 2 with this message. */
+export class DefaultSuiteError extends Error {
+  override readonly name = 'DefaultSuiteError';
+}
+
+const HASH = /^[0-9a-f]{64}$/;
+const builtinNames = (): string => BUILTIN_SUITES.map((s) => s.name).join(', ');
+
 export class SuiteStore {
   private readonly builtins = new Map<string, Promise<LoadedSuite>>();
+  /** suite files the server loaded at start, by the path as given; never evicted */
+  private readonly pinned = new Map<string, LoadedSuite>();
   /** insertion order is recency: a hit moves its entry to the end */
   private readonly uploaded = new Map<string, LoadedSuite>();
 
@@ -75,10 +87,52 @@ export class SuiteStore {
     return s;
   }
 
-  /** A built-in suite by name, read once; an unknown name is 400 listing the names. */
+  /**
+   * Loads the server's --suite, before it listens: a built-in name stays the built-in; otherwise a
+   * path that exists is read (JSONL, plain or gzipped, or a JSON array: any shape parseUpload
+   * reads), refused whole on a bad line, and pinned under the path as given; otherwise 64 hex
+   * digits are the hash of a suite uploaded later (undefined here); anything else is refused
+   * listing the built-in names. Errors are DefaultSuiteError naming the argument (and the line).
+   */
+  async loadDefault(arg: string): Promise<LoadedSuite | undefined> {
+    if (builtinSuite(arg)) {
+      try {
+        return await this.byName(arg, '--suite');
+      } catch (e) {
+        throw new DefaultSuiteError(`--suite ${arg}: cannot read the built-in suite: ${(e as Error).message}`);
+      }
+    }
+    const file = await stat(arg).catch(() => undefined);
+    if (file) {
+      let tasks: Task[];
+      try {
+        tasks = await parseUpload(new Uint8Array(await readFile(arg)));
+      } catch (e) {
+        throw new DefaultSuiteError(`--suite ${arg}: ${(e as Error).message.replace(/^body: /, '')}`);
+      }
+      if (!tasks.length) throw new DefaultSuiteError(`--suite ${arg}: the file holds no task`);
+      const s = loaded(arg, tasks);
+      this.pinned.set(arg, s);
+      return s;
+    }
+    if (HASH.test(arg.toLowerCase())) return undefined;
+    throw new DefaultSuiteError(
+      `--suite ${arg}: not a built-in suite (built-in: ${builtinNames()}), a file, or the 64 hex digits of an uploaded suite's hash`,
+    );
+  }
+
+  /** A built-in suite by name (read once) or a suite file the server loaded at start (by its path); else 400 listing the names. */
   async byName(name: string, field: string): Promise<LoadedSuite> {
     const b = builtinSuite(name);
-    if (!b) throw fieldError(field, `'${name}' is not a built-in suite (built-in: ${BUILTIN_SUITES.map((s) => s.name).join(', ')})`);
+    if (!b) {
+      const file = this.pinned.get(name);
+      if (file) return file;
+      const files = [...this.pinned.keys()];
+      throw fieldError(
+        field,
+        `'${name}' is not a built-in suite (built-in: ${builtinNames()}${files.length ? `; loaded at start: ${files.join(', ')}` : ''})`,
+      );
+    }
     let s = this.builtins.get(name);
     if (!s) {
       s = readFile(benchmarkPath(b.file)).then(async (bytes) => loaded(name, parseSuite(await bytesToText(bytes), b.file).items));
@@ -88,9 +142,11 @@ export class SuiteStore {
     return s;
   }
 
-  /** A built-in name or an uploaded hash. */
+  /** A built-in name, a suite file loaded at start (by its path), or an uploaded hash, in that order. */
   async resolve(nameOrHash: string, field: string): Promise<LoadedSuite> {
-    return /^[0-9a-f]{64}$/.test(nameOrHash) ? this.byHash(nameOrHash, field) : this.byName(nameOrHash, field);
+    if (builtinSuite(nameOrHash) || this.pinned.has(nameOrHash)) return this.byName(nameOrHash, field);
+    const hash = nameOrHash.toLowerCase();
+    return HASH.test(hash) ? this.byHash(hash, field) : this.byName(nameOrHash, field);
   }
 
   get size(): number {

@@ -60,8 +60,9 @@ export function taskFrom(v: unknown, field: string): Task {
   return items[0];
 }
 
-/** Which suite a /v1/score request scores against. */
-export type SuiteRef = { kind: 'name'; name: string } | { kind: 'hash'; hash: string } | { kind: 'inline'; tasks: Task[] };
+/** Which suite a /v1/score request scores against; `default` (none of the three fields): the server's --suite. */
+export type SuiteRef =
+  { kind: 'name'; name: string } | { kind: 'hash'; hash: string } | { kind: 'inline'; tasks: Task[] } | { kind: 'default' };
 
 export interface ScoreRequest {
   suite: SuiteRef;
@@ -74,11 +75,8 @@ const SHA256 = /^[0-9a-f]{64}$/;
 
 function suiteRef(o: Json): SuiteRef {
   const given = (['suite', 'suite_hash', 'tasks'] as const).filter((k) => o[k] !== undefined);
-  if (given.length !== 1)
-    throw fieldError(
-      given[1] ?? 'suite',
-      `give exactly one of suite, suite_hash and tasks${given.length ? ` (got ${given.join(', ')})` : ''}`,
-    );
+  if (!given.length) return { kind: 'default' };
+  if (given.length > 1) throw fieldError(given[1]!, `give exactly one of suite, suite_hash and tasks (got ${given.join(', ')})`);
   if (o.suite !== undefined) return { kind: 'name', name: string(o.suite, 'suite') };
   if (o.suite_hash !== undefined) {
     const hash = string(o.suite_hash, 'suite_hash').toLowerCase();

@@ -2,6 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { DEFAULT_SERVE, HttpError, isLoopback, type ServeConfig } from '../../serve/config';
 import { rewardFrom } from '../../serve/validate';
 import { ServeServer } from '../../serve/server';
+import { DefaultSuiteError } from '../../serve/suites';
 import { defaultPoolSize } from '../../sandbox/pool.node';
 import { errorText } from '../../util/errors';
 import { intOption, UsageError, type Command, type Io, type Options } from '../command';
@@ -57,7 +58,13 @@ export async function serveConfig(options: Options, env: NodeJS.ProcessEnv = pro
 
 /** Runs until SIGTERM or SIGINT, then drains and resolves with 0. */
 async function serveUntilSignal(cfg: ServeConfig, io: Io): Promise<number> {
-  const server = await ServeServer.start(cfg);
+  let server: ServeServer;
+  try {
+    server = await ServeServer.start(cfg);
+  } catch (e) {
+    if (e instanceof DefaultSuiteError) throw new UsageError(`coderl serve: ${e.message}`);
+    throw e;
+  }
   io.out(server.url); // the first line: scripts and tests read the address here
   io.err(
     `coderl serve: ${cfg.workers} test worker(s), ${cfg.programWorkers} program worker(s), queue ${cfg.queueLimit}, ${cfg.token ? 'bearer token required' : 'no auth (loopback)'}${cfg.defaultSuite ? `, suite ${cfg.defaultSuite}` : ''}`,
@@ -87,12 +94,15 @@ export const serveCommand: Command = {
   description: [
     'Serves the scorer of coderl score (the same sandbox, analysis and reward; stateless but for an LRU of',
     'uploaded suites) so cluster trainers can call it: POST /v1/suites and /v1/score (records as coderl score',
-    "writes them), POST /get_reward (OpenRLHF's --remote_rm_url), POST /run_code (veRL's",
-    'reward_model.sandbox_fusion.url), GET /healthz, /readyz and /metrics (Prometheus). docs/serve.md has the',
-    'requests, answers and error codes. The first line printed is the bound address (http://host:port).',
-    'Beyond loopback a token is required (--token or CODERL_SERVE_TOKEN); without one it refuses to start',
-    '(exit 2). A full queue answers 429 with Retry-After (504 on /run_code, which veRL retries); SIGTERM or',
-    'SIGINT drains: /readyz 503, new requests 503, requests in flight finish, then exit 0.',
+    "writes them), POST /get_reward (OpenRLHF's --reward.remote_url, --remote_rm_url before 0.10), POST",
+    "/run_code (veRL's reward_model.sandbox_fusion.url), GET /healthz, /readyz and /metrics (Prometheus).",
+    "--suite names the suite /get_reward's labels and a /v1/score without a suite field look task ids up in:",
+    'a built-in name, a file (read at start; a bad line refuses to start, exit 2) or an uploaded hash.',
+    'docs/serve.md has the requests, answers and error codes. The first line printed is the bound address',
+    '(http://host:port). Beyond loopback a token is required (--token or CODERL_SERVE_TOKEN; clients send',
+    'Authorization: Bearer T, or put it in the URL as http://coderl:T@host:port or ?token=T); without one it',
+    'refuses to start (exit 2). A full queue answers 429 with Retry-After (504 on /run_code, which veRL',
+    'retries); SIGTERM or SIGINT drains: /readyz 503, new requests 503, requests in flight finish, then exit 0.',
   ].join('\n'),
   options: {
     host: { type: 'string', description: `address to listen on (default ${D.host}); beyond loopback needs a token`, value: 'H' },
@@ -102,8 +112,9 @@ export const serveCommand: Command = {
     'program-workers': { type: 'string', description: 'sandbox workers for /run_code (default: --workers; 0 turns it off)', value: 'N' },
     suite: {
       type: 'string',
-      description: "suite whose task ids /get_reward's labels name (a built-in name or uploaded hash)",
-      value: 'NAME',
+      description:
+        "the suite /get_reward's labels and a /v1/score without suite fields use: a built-in name, a suite file (JSONL, .gz or a JSON array; read at start, a bad line refuses it), or an uploaded suite's hash",
+      value: 'NAME|FILE',
     },
     timeout: { type: 'string', description: `wall-clock limit per scored program (default ${D.limits.timeoutMs})`, value: 'MS' },
     reward: {
@@ -131,6 +142,7 @@ export const serveCommand: Command = {
   },
   examples: [
     'npx coderl serve --port 8000 --workers 4 --suite humaneval-python',
+    'npx coderl serve --suite tasks.jsonl --reward reward.json    # in a folder coderl export wrote',
     'CODERL_SERVE_TOKEN=secret npx coderl serve --host 0.0.0.0 --port 8000',
     'curl -s localhost:8000/v1/score -d \'{"suite":"humaneval-x-js","completions":[{"task_id":"JavaScript/0","completion":"}"}]}\'',
   ],
