@@ -12,7 +12,7 @@ import type { AddressInfo } from 'node:net';
 import { createAnalyzer, type Analyzer } from '../analysis';
 import { nodeWasmLoader } from '../analysis/wasm-node';
 import { programJob } from '../sandbox/program';
-import { DEFAULT_LIMITS } from '../sandbox/result';
+import { DEFAULT_LIMITS, type RunResult } from '../sandbox/result';
 import { createProgramPool } from '../sandbox/program-pool.node';
 import type { SandboxPool } from '../sandbox/pool';
 import { createNodePool } from '../sandbox/pool.node';
@@ -151,13 +151,23 @@ export class ServeServer {
   }
 }
 
+/**
+ * One warm-up program per worker: the test workers in the default suite's language; the program
+ * workers in JavaScript, then in Python (veRL's default language: a fresh worker's first Python
+ * program loads the interpreter, seconds that would otherwise count against a /run_code deadline).
+ */
 async function warm(pool: SandboxPool, programPool: SandboxPool | undefined, language: Language): Promise<void> {
   const limits = { ...DEFAULT_LIMITS, timeoutMs: 30_000 };
-  const jobs = Array.from({ length: pool.size }, () => pool.run(scoreJob(WARM_TASKS[language], WARM_COMPLETION[language], limits)));
-  const programs = Array.from({ length: programPool?.size ?? 0 }, () =>
-    programPool!.run(programJob('javascript', 'console.log(1)', '', limits)),
-  );
-  const results = await Promise.all([...jobs, ...programs]);
-  const bad = results.find((r, i) => (i < jobs.length ? !r.passed : r.verdict !== 'passed'));
+  const each = (p: SandboxPool | undefined, run: (p: SandboxPool) => Promise<RunResult>) =>
+    Promise.all(Array.from({ length: p?.size ?? 0 }, () => run(p!)));
+  const programs = async (): Promise<RunResult[]> => [
+    ...(await each(programPool, (p) => p.run(programJob('javascript', 'console.log(1)', '', limits)))),
+    ...(await each(programPool, (p) => p.run(programJob('python', 'print(1)', '', limits)))),
+  ];
+  const [tests, plain] = await Promise.all([
+    each(pool, (p) => p.run(scoreJob(WARM_TASKS[language], WARM_COMPLETION[language], limits))),
+    programs(),
+  ]);
+  const bad = tests.find((r) => !r.passed) ?? plain.find((r) => r.verdict !== 'passed');
   if (bad) throw new Error(`the warm-up program did not pass: ${bad.verdict} ${bad.message ?? ''}`);
 }
