@@ -35,6 +35,7 @@ import {
   type TrainMode,
   type TrainModel,
 } from '../../perf/decoder-train';
+import { benchServe, formatServeBench, serveBenchDefaults, type ServeBenchOptions } from '../../perf/serve-load';
 import { loadTfjs } from '../../perf/tfjs';
 import { DEFAULT_REWARD } from '../../reward/reward';
 import { scoreRollouts } from '../../rl/scorer';
@@ -43,7 +44,7 @@ import { loadSuite } from '../../tasks/suite';
 import { UsageError, type Command, type Io, type Options } from '../command';
 import { readSuiteArg, resolveSuiteArg } from '../suite-arg';
 
-const SUITES = ['runtime', 'engine', 'score', 'onnx', 'models', 'train'] as const;
+const SUITES = ['runtime', 'engine', 'score', 'onnx', 'models', 'train', 'serve'] as const;
 type Suite = (typeof SUITES)[number];
 
 /** The suites each suite-specific option applies to (any other suite refuses it). */
@@ -64,6 +65,8 @@ const APPLIES: Record<string, Suite[]> = {
   modes: ['train'],
   suite: ['train'],
   'update-only': ['train'],
+  workers: ['serve'],
+  soak: ['serve'],
 };
 
 /** 'engine', 'engine and onnx', 'engine, onnx and models' */
@@ -73,9 +76,9 @@ const ORT_CHOICES = ['webgpu', 'wasm', 'none'] as const;
 
 export const benchCommand: Command = {
   name: 'bench',
-  summary: 'run a benchmark and print its figures (runtime, engine, score, onnx, models, train)',
+  summary: 'run a benchmark and print its figures (runtime, engine, score, onnx, models, train, serve)',
   usage:
-    'coderl bench <suite> [--json] [--quick] [--sizes N,N] [--reps N] [--steps N] [--preset P] [--swiftshader] [--ort webgpu|wasm|none] [--shapes S,S] [--modes lora,full]',
+    'coderl bench <suite> [--json] [--quick] [--sizes N,N] [--reps N] [--steps N] [--preset P] [--swiftshader] [--ort webgpu|wasm|none] [--shapes S,S] [--modes lora,full] [--workers N] [--soak S]',
   description: [
     'Suites:',
     '  runtime   K small dispatches recorded into one submit vs one submit each (dispatches/s and',
@@ -122,6 +125,15 @@ export const benchCommand: Command = {
     '            after an untimed iteration; --update-only skips it. --quick: 1 layer at the real widths, a',
     '            4096 vocabulary, B=2 x T=32, 3 reps, 2 x 2 rollouts of 8 tokens (minutes on SwiftShader:',
     '            compare the ratios there, never the absolute numbers); --tiny: toy widths (seconds).',
+    '  serve     coderl serve under load (autocannon on loopback): a real server (a child process, bearer token)',
+    '            with 1 and with N sandbox workers (--workers, default cores - 1, at least 2), concurrent clients',
+    '            posting /v1/score (single programs and batches) and /get_reward with a mix of honest, failing and',
+    '            hostile programs (endless loops, huge output, tampering, process.exit, require, os.system) in',
+    '            JavaScript and Python, each a fresh text (no analysis cache hit). Every answer is checked against',
+    "            the program's verdict: lost, wrong and hostile passes are counted (any makes exit 1); requests/s,",
+    '            programs/s, p50/p99 latency, the scaling ratio against the goal 0.8 x N, server RSS and heap, and',
+    "            SIGTERM's drain. --soak S keeps the N-worker server under load for S seconds and reports the RSS",
+    '            slope and first-vs-last tenth. --quick: one timed round per server (seconds).',
   ].join('\n'),
   options: {
     json: { type: 'boolean', description: 'print one JSON object instead of a table' },
@@ -151,6 +163,12 @@ export const benchCommand: Command = {
       description: "train: the GRPO iteration's tasks (a built-in suite or a file; default humaneval-x-js)",
     },
     'update-only': { type: 'boolean', description: 'train: the update-step comparison only, no GRPO iteration' },
+    workers: {
+      type: 'string',
+      value: 'N',
+      description: "serve: the second server's sandbox workers, at least 2 (default: cores - 1, at least 2)",
+    },
+    soak: { type: 'string', value: 'S', description: 'serve: then keep the N-worker server under load for S seconds (memory slope)' },
   },
   examples: [
     'npx coderl bench runtime',
@@ -164,6 +182,8 @@ export const benchCommand: Command = {
     'npx coderl bench models --ort none --models smollm2-135m --batches 32 --bandwidth 4800 --json',
     'npx coderl bench train --quick',
     'npx coderl bench train --shapes smollm2-135m --modes lora --json',
+    'npx coderl bench serve',
+    'npx coderl bench serve --workers 4 --soak 300 --json',
   ],
   async run(options, positionals, io) {
     const suite = positionals[0];
@@ -186,6 +206,15 @@ export const benchCommand: Command = {
       const { adapter, result } = await browserOnnxRace({ preset, root: process.cwd(), say });
       io.out(options.json ? JSON.stringify({ adapter, ...result }) : formatOnnxRace(result, adapter));
       return 0;
+    }
+    if (suite === 'serve') {
+      const o = serveOptions(options);
+      const t0 = performance.now();
+      const say = (m: string): void => io.err(`coderl bench serve: ${m} (${((performance.now() - t0) / 1000).toFixed(1)} s)`);
+      const r = await benchServe(o, say);
+      say('done');
+      io.out(options.json ? JSON.stringify(r) : formatServeBench(r));
+      return r.correct ? 0 : 1;
     }
     if (suite === 'score') {
       const r = await benchScore({ quick: options.quick === true });
@@ -321,6 +350,15 @@ async function sandboxScorer(suiteArg: string, prompts: number): Promise<Rollout
       (await scoreRollouts({ pool, analyzer }, items, DEFAULT_REWARD)).map((r) => ({ reward: r.reward?.total ?? 0, passed: r.passed })),
     close: () => pool.close(),
   };
+}
+
+/** --quick picks one timed round per server; --workers and --soak override. */
+function serveOptions(options: Options): ServeBenchOptions {
+  const workers = typeof options.workers === 'string' ? positiveInt(options.workers, '--workers', 256) : undefined;
+  if (workers === 1) throw new UsageError('coderl bench serve: --workers is the N compared with 1 worker: at least 2');
+  const o = serveBenchDefaults(options.quick === true, workers);
+  if (typeof options.soak === 'string') o.soakS = positiveInt(options.soak, '--soak', 86_400);
+  return o;
 }
 
 /** --quick / --tiny pick the sizes; --shapes, --modes, --reps and --update-only override. */
