@@ -28,7 +28,7 @@ export interface ServeConfig {
   limits: RunLimits;
   /**
    * programs waiting for a worker, per pool, past which a request is refused (429; 504 on
-   * /run_code); also the most completions one request may hold. OpenRLHF 0.10+ asks once per
+   * /run_code); also the most completions one request may hold. OpenRLHF 0.9.1+ asks once per
    * sample, a whole rollout at once, and retries a refusal only 5 times 1 s apart (then the
    * sample has no reward): keep it at least rollout_batch_size x n_samples_per_prompt
    */

@@ -7,15 +7,17 @@
  *   ... session.post(url, json=data) ... response.raise_for_status() ... return await response.json()
  *   score_value = rewards_info.get("scores") ... reward=rewards_info.get("rewards"), extra_logs=rewards_info.get("extra_logs") or {}
  *
- * one sample per request, no Authorization header (a token rides in the URL: user:T@host or
- * ?token=T), 180 s total timeout, any error retried 5 times 1 s apart, then the sample is left
- * without a reward. Before 0.10 (v0.9.0 = 06ab51e75c0e, openrlhf/utils/remote_rm_utils.py,
+ * one sample per request (since 0.9.1), no Authorization header (a token rides in the URL:
+ * user:T@host or ?token=T), 180 s total timeout, any error retried 5 times 1 s apart, then the
+ * sample is left without a reward. With several servers (comma-separated) it shards each
+ * request's queries across them, so with one query the others get empty lists: those are
+ * answered with empty lists. Up to 0.9.0 (v0.9.0 = 06ab51e75c0e, openrlhf/utils/remote_rm_utils.py,
  * request_api_wrapper) the same body went batched through requests.post, with the same retries,
- * and experience_maker.py torch.cat-ed `rewards`, `scores` and each `extra_logs` key across the
- * answers. Its server (openrlhf/cli/serve_rm.py) answers {"rewards": [...], "scores": [...],
- * "extra_logs": {"dummy_scores": [...]}}: one number per query in each list, which both read;
- * so does this one, and its extra_logs keys are the same for every answer (the six reward
- * components are always there), as the concatenation needs.
+ * and experience_maker.py torch.cat-ed `rewards`, `scores` and each of the first answer's
+ * `extra_logs` keys across all answers. Its server (openrlhf/cli/serve_rm.py) answers
+ * {"rewards": [...], "scores": [...], "extra_logs": {"dummy_scores": [...]}}: one number per
+ * query in each list, which both read; so does this one, with the same extra_logs keys in every
+ * answer (an empty one too), as the concatenation needs.
  *
  * Splitting. `query` is prompt and response decoded together, so the response is what follows
  * the prompt: after its first occurrence in the query, else after the longest suffix of the
@@ -97,8 +99,12 @@ export interface RewardResponse {
   extra_logs: Record<string, number[]>;
 }
 
+/** computeReward's components (reward/reward.ts), each always present: extra_logs has the same keys in every answer. */
+export const REWARD_COMPONENTS = ['test_pass', 'all_pass', 'ast_valid', 'lint', 'complexity', 'length'] as const;
+
 export function rewardResponse(records: readonly ScoreRecord[]): RewardResponse {
   const extra: Record<string, number[]> = { pass: records.map((r) => (r.passed ? 1 : 0)) };
+  for (const c of REWARD_COMPONENTS) extra[`rewards/${c}`] = new Array<number>(records.length).fill(0);
   for (const [i, r] of records.entries())
     for (const c of r.reward?.components ?? [])
       (extra[`rewards/${c.name}`] ??= new Array<number>(records.length).fill(0))[i] = c.contribution;

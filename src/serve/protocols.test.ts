@@ -12,8 +12,9 @@
  * POST /get_reward gets OpenRLHF's {query, prompts, labels} (openrlhf/utils/agent.py at v0.11.0):
  * the response split off a query that holds the prompt, one whose prompt was cut from the left,
  * EOS tokens stripped; labels as task ids of ?suite=, as a task object and as a task in JSON
- * text; every answer's extra_logs has the same keys (the batched client before 0.10 torch.cat-s
- * them across answers); the field errors.
+ * text; every answer's extra_logs has the same keys (the batched client up to 0.9.0 torch.cat-s
+ * them across answers), an empty request's too (0.9.1+ shards a one-sample request across its
+ * servers, so all but the first get empty lists); the field errors.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { createAnalyzer, type Analyzer } from '../analysis';
@@ -160,6 +161,11 @@ interface ScoreBody {
   records: ScoreRecord[];
 }
 
+const EXTRA_LOG_KEYS = [
+  'pass',
+  ...['all_pass', 'ast_valid', 'complexity', 'length', 'lint', 'test_pass'].map((c) => `rewards/${c}`),
+].sort();
+
 describe('POST /get_reward as OpenRLHF calls it', () => {
   const ids = () => js.map((t) => t.task_id);
   const completions = () => [js[0]!.canonical_solution!, '  return false;\n}\n'];
@@ -198,10 +204,17 @@ describe('POST /get_reward as OpenRLHF calls it', () => {
     const jsAnswer = await one(js[0], `${js[0]!.prompt}${js[0]!.canonical_solution}`, js[0]!.prompt);
     expect(jsAnswer.json.scores).toEqual([1]);
     expect(Object.keys(py.json.extra_logs).sort()).toEqual(Object.keys(jsAnswer.json.extra_logs).sort());
-    expect(Object.keys(py.json.extra_logs).sort()).toEqual(
-      ['pass', ...['all_pass', 'ast_valid', 'complexity', 'length', 'lint', 'test_pass'].map((c) => `rewards/${c}`)].sort(),
-    );
+    expect(Object.keys(py.json.extra_logs).sort()).toEqual(EXTRA_LOG_KEYS);
   }, 60_000);
+
+  test("an empty request (OpenRLHF's shard for a second server when a request holds one sample) is empty lists, with every extra_logs key", async () => {
+    const a = await call<RewardResponse>(base, '/get_reward', { query: [], prompts: [], labels: [] });
+    expect(a.status).toBe(200);
+    expect(a.json.rewards).toEqual([]);
+    expect(a.json.scores).toEqual([]);
+    expect(Object.keys(a.json.extra_logs).sort()).toEqual(EXTRA_LOG_KEYS);
+    expect(Object.values(a.json.extra_logs).every((v) => Array.isArray(v) && v.length === 0)).toBe(true);
+  });
 
   test.each([
     ['labels of another length', { query: ['a', 'b'], prompts: ['a', 'b'], labels: ['x'] }, '', 'labels', 'one item per query (2), got 1'],

@@ -126,6 +126,7 @@ describe('POST /v1/score', () => {
       'must be a string, got a number',
     ],
     ['no completions', { suite: 'humaneval-x-js', completions: [] }, 'completions', 'at least 1'],
+    ['no completions field', { suite: 'humaneval-x-js' }, 'completions', 'must be an array, got nothing'],
     [
       'an unknown field',
       { suite: 'humaneval-x-js', completions: [{ task_id: 'JavaScript/0', completion: '' }], temperature: 1 },

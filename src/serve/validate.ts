@@ -13,7 +13,7 @@ import { fieldError, HttpError } from './config';
 type Json = Record<string, unknown>;
 
 const kind = (v: unknown): string =>
-  v === null ? 'null' : Array.isArray(v) ? 'an array' : typeof v === 'object' ? 'an object' : `a ${typeof v}`;
+  v === undefined ? 'nothing' : v === null ? 'null' : Array.isArray(v) ? 'an array' : typeof v === 'object' ? 'an object' : `a ${typeof v}`;
 
 function object(v: unknown, field: string): Json {
   if (typeof v !== 'object' || v === null || Array.isArray(v)) throw fieldError(field, `must be an object, got ${kind(v)}`);
@@ -133,7 +133,8 @@ export interface RewardRequest {
 
 export function parseRewardRequest(body: unknown, maxItems: number): RewardRequest {
   const o = object(body, 'body');
-  const query = array(o.query, 'query', { min: 1, max: maxItems }).map((q, i) => string(q, `query[${i}]`));
+  // no minimum: OpenRLHF shards each request's queries across its --reward.remote_url servers, so with one query the others get none
+  const query = array(o.query, 'query', { max: maxItems }).map((q, i) => string(q, `query[${i}]`));
   const prompts = array(o.prompts, 'prompts').map((p, i) => string(p, `prompts[${i}]`));
   const labels = array(o.labels, 'labels').map((l, i) => (typeof l === 'string' ? l : object(l, `labels[${i}]`)));
   for (const [name, list] of [

@@ -90,11 +90,11 @@ async function serveUntilSignal(cfg: ServeConfig, io: Io): Promise<number> {
 export const serveCommand: Command = {
   name: 'serve',
   summary: "the lab's scorer as an HTTP service: our /v1/score, OpenRLHF's /get_reward, Sandbox Fusion's /run_code",
-  usage: 'coderl serve [--host H] [--port P] [--token T] [--workers N] [--suite S] [--queue N] ...',
+  usage: 'coderl serve [--host H] [--port P] [--token T] [--workers N] [--suite NAME|FILE] [--reward JSON] [--queue N] ...',
   description: [
     'Serves the scorer of coderl score (the same sandbox, analysis and reward; stateless but for an LRU of',
     'uploaded suites) so cluster trainers can call it: POST /v1/suites and /v1/score (records as coderl score',
-    "writes them), POST /get_reward (OpenRLHF's --reward.remote_url, --remote_rm_url before 0.10), POST",
+    "writes them), POST /get_reward (OpenRLHF's --reward.remote_url, --remote_rm_url before 0.10.2), POST",
     "/run_code (veRL's reward_model.sandbox_fusion.url), GET /healthz, /readyz and /metrics (Prometheus).",
     "--suite names the suite /get_reward's labels and a /v1/score without a suite field look task ids up in:",
     'a built-in name, a file (read at start; a bad line refuses to start, exit 2) or an uploaded hash.',
@@ -113,7 +113,7 @@ export const serveCommand: Command = {
     suite: {
       type: 'string',
       description:
-        "the suite /get_reward's labels and a /v1/score without suite fields use: a built-in name, a suite file (JSONL, .gz or a JSON array; read at start, a bad line refuses it), or an uploaded suite's hash",
+        "for /get_reward's labels and a /v1/score naming none: a built-in name, a file (JSONL, .gz, JSON array) or an uploaded hash",
       value: 'NAME|FILE',
     },
     timeout: { type: 'string', description: `wall-clock limit per scored program (default ${D.limits.timeoutMs})`, value: 'MS' },
@@ -124,7 +124,7 @@ export const serveCommand: Command = {
     },
     queue: {
       type: 'string',
-      description: `programs that may wait per pool before requests are refused (default ${D.queueLimit})`,
+      description: `programs that may wait per pool before requests are refused; also the most per request (default ${D.queueLimit})`,
       value: 'N',
     },
     'max-body': { type: 'string', description: `largest request body (default ${D.maxBodyBytes})`, value: 'BYTES' },
