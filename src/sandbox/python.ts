@@ -209,13 +209,13 @@ export class PythonRunner {
   run(job: RunJob, onStarted?: (tests: TestResult[]) => void): { result: RunResult; recycle: boolean } {
     const t0 = performance.now();
     const { task, completion, limits } = job;
+    if (this.interrupt) Atomics.store(this.interrupt, 0, 0); // a signal meant for an earlier run
     const sites = JSON.parse(this.sitesFn(task.tests)) as SiteInfo[];
     onStarted?.(siteTests(sites, sites.length === 0));
     this.output = '';
     this.outputChars = limits.outputChars;
     this.outputExceeded = false;
     this.decoder = new TextDecoder();
-    if (this.interrupt) Atomics.store(this.interrupt, 0, 0); // a signal meant for an earlier run
     this.fresh?.startRun(limits.pythonMemoryBytes); // files count against the run's memory too
     const promptNewlines = (task.prompt.match(/\n/g) ?? []).length;
     let raw: HarnessOut;
