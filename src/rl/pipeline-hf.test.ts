@@ -64,6 +64,7 @@ describe('the pipeline on an imported model', () => {
     const store = new MemoryRunDir();
     const summary = await run(cfg, store, factory(cfg));
     expect(summary.sft.steps).toBe(0);
+    expect(summary.prompt_format).toBe('completion');
     const stored = await readJson<{ cfg: RlConfig }>(store, 'config.json');
     expect(stored!.cfg.pretrained).toEqual(ref);
     expect(stored!.cfg.lora).toEqual(LORA);
@@ -151,8 +152,16 @@ describe('the pipeline on an imported model', () => {
     const store = new MemoryRunDir();
     const policies = hfPolicyFactory(long.model, { backend: 'cpu', lora: LORA, contextLength: 900 });
     const events: string[] = [];
-    await runPipeline({ cfg, seed: 5, policies, store, scorer: { pool, analyzer }, onEvent: (e) => events.push(e.message) });
+    const summary = await runPipeline({
+      cfg,
+      seed: 5,
+      policies,
+      store,
+      scorer: { pool, analyzer },
+      onEvent: (e) => events.push(e.message),
+    });
     expect(events.some((m) => m.includes('prompts through the chat template'))).toBe(true);
+    expect(summary.prompt_format).toBe('chat');
     const rollouts = (await readRollouts(store, 1)) as RolloutRecord[];
     const first = rollouts.filter((r) => r.turn === 1);
     const second = rollouts.filter((r) => r.turn === 2);

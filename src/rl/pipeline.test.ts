@@ -69,7 +69,13 @@ describe('pipeline', () => {
     const store = new MemoryRunDir();
     const cfg = miniConfig({ rm: { objective: 'regression', steps: 2, batch: 4 } });
     const summary = await run(cfg, store);
-    expect(summary).toMatchObject({ preset: 'tiny', seed: 3, backend: 'cpu', rl: { iterations: 2, algo: 'ppo' } });
+    expect(summary).toMatchObject({
+      preset: 'tiny',
+      seed: 3,
+      backend: 'cpu',
+      rl: { iterations: 2, algo: 'ppo' },
+      prompt_format: 'completion',
+    });
     for (const k of ['heldout_pass1', 'train_pass1'] as const) {
       expect(summary.sft[k]).toBeGreaterThanOrEqual(0);
       expect(summary.rl[k]).toBeLessThanOrEqual(1);

@@ -34,6 +34,8 @@ export interface Summary {
   rl: StageEval & { iterations: number; algo: string };
   minutes: number;
   explore: RlConfig['explore'];
+  /** how the task prompts reached the policy in every stage (cfg.promptFormat resolved: auto picks chat when the tokenizer has a template) */
+  prompt_format: 'chat' | 'completion';
 }
 
 /** Tasks of the train and rl splits their pass@1 is measured on (a fixed subset keeps evaluation cheap). */
@@ -155,6 +157,7 @@ export async function writeSummary(ctx: RunContext, sft: SftSummary, rm: RmJson 
     rl: { ...rl, iterations: cfg.rl.iterations, algo: cfg.rl.algo },
     minutes: ctx.elapsed() / 60000,
     explore: cfg.explore,
+    prompt_format: ctx.format.kind,
   };
   await writeJson(store, 'summary.json', summary);
   await ctx.saveState();
