@@ -111,6 +111,9 @@ export function readme(d: DocsInput): string {
     '',
     '   Beyond loopback it needs a token and a host (docs/serve.md of Code RL Lab); then set',
     `   CODERL_SERVE_URL to its address (this export's default is ${ctx.serveUrl}).`,
+    trainer === 'openrlhf'
+      ? '   OpenRLHF sends no Authorization header: put the token in the URL, `CODERL_SERVE_URL=http://coderl:TOKEN@HOST:8000` (coderl serve reads it as the bearer token).'
+      : `   The client sends CODERL_SERVE_TOKEN as the bearer token${trainer === 'verl' ? "; run.sh forwards it (and CODERL_SUITE) to veRL's Ray reward workers when set" : ''}.`,
     `2. ${d.clientCopied ? `${CLIENT_FILE} is here already.` : `Copy clients/python/${CLIENT_FILE} of Code RL Lab into this folder.`} Python needs ${name} installed, nothing else of ours.`,
     '3. Start the trainer from this folder:',
     '',

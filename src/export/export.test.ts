@@ -145,6 +145,15 @@ describe('export of a lab GPT run (PPO)', () => {
     expect(kv.get('+ray_kwargs.ray_init.runtime_env.env_vars.CODERL_SERVE_URL')).toBe('http://10.1.2.3:8000');
     expect(kv.get('CODERL_SERVE_URL')).toBe('http://10.1.2.3:8000');
     expect(argv).toContain('trainer.save_freq=5');
+    expect(argv.some((a) => a.includes('env_vars.CODERL_SERVE_TOKEN'))).toBe(false);
+    // the token and a chosen suite reach the Ray reward workers only when set, Hydra-quoted
+    expect(runWithStub(join(r.out, 'run.sh'), 'python3', { CODERL_SERVE_TOKEN: 's3cr3t-1', CODERL_SUITE: 'tasks.jsonl' })).toEqual(
+      expect.arrayContaining([
+        "+ray_kwargs.ray_init.runtime_env.env_vars.CODERL_SERVE_TOKEN='s3cr3t-1'",
+        "+ray_kwargs.ray_init.runtime_env.env_vars.CODERL_SUITE='tasks.jsonl'",
+      ]),
+    );
+    expect(() => runWithStub(join(r.out, 'run.sh'), 'python3', { CODERL_SERVE_TOKEN: "it's" })).toThrow(/CODERL_SERVE_TOKEN holds a quote/);
     expect(runWithStub(join(r.out, 'run.sh'), 'python3', { CODERL_SERVE_URL: 'http://h:1', EXPORT_DIR: '/shared/x' })).toEqual(
       expect.arrayContaining(['--config-path=/shared/x', 'data.train_files=/shared/x/data/train.parquet', 'CODERL_SERVE_URL=http://h:1']),
     );
@@ -215,6 +224,7 @@ describe('export of a lab GPT run (PPO)', () => {
 
   test('OpenRLHF: JSONL rows and run.sh ends in train_ppo_ray with every mapped flag', async () => {
     const r = await doExport(labRun, 'openrlhf');
+    expect(text(r.out, 'README.md')).toContain('CODERL_SERVE_URL=http://coderl:TOKEN@HOST:8000'); // OpenRLHF sends no auth header
     const heldout = tasksOf(labRun, 'heldout');
     const rows = lines(r.out, 'data', 'test.jsonl');
     rows.forEach((row, i) => {

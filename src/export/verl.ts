@@ -61,10 +61,18 @@ export function verlRunSh(ctx: LaunchContext): string {
   return [
     ...scriptHead('veRL launch', ctx, ['EXPORT_DIR', 'CODERL_SERVE_URL', 'N_GPUS', 'NNODES', 'MICRO_BATCH']),
     'export CODERL_SERVE_URL',
+    "# the scorer's token and a suite other than its --suite reach the reward workers too, when set",
+    'forward=()',
+    'for v in CODERL_SERVE_TOKEN CODERL_SUITE; do',
+    '  val="${!v:-}"',
+    '  [ -n "$val" ] || continue',
+    `  case "$val" in *\\'*|*\\\\*) echo "run.sh: $v holds a quote or a backslash, which Hydra's override grammar cannot carry here" >&2; exit 2;; esac`,
+    `  forward+=("+ray_kwargs.ray_init.runtime_env.env_vars.$v='$val'")`,
+    'done',
     `# the run's settings are in ${VERL_CONFIG}; more overrides can follow on the command line: bash run.sh key=value`,
     'python3 -m verl.trainer.main_ppo \\',
     ...args.map((a) => `  ${a} \\`),
-    '  "$@"',
+    '  ${forward[@]+"${forward[@]}"} "$@"',
     '',
   ].join('\n');
 }
