@@ -148,6 +148,7 @@ describe('coderl bench serve', () => {
       expect(p.memory.samples).toBeGreaterThan(0);
       expect(p.memory.rss_mib.peak).toBeGreaterThanOrEqual(p.memory.rss_mib.last);
       expect(p.memory.heap_mib.peak).toBeGreaterThan(0);
+      expect(p.memory.external_mib.peak).toBeGreaterThan(0);
     }
     const [one, many] = r.phases;
     expect(r.scaling.workers).toBe(n);

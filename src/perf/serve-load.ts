@@ -91,6 +91,7 @@ export interface MemoryFigures {
   samples: number;
   rss_mib: { first: number; last: number; peak: number };
   heap_mib: { first: number; last: number; peak: number };
+  external_mib: { first: number; last: number; peak: number };
 }
 
 export interface PhaseResult extends Tally {
@@ -279,6 +280,8 @@ interface MemorySample {
   t: number;
   rss: number;
   heap: number;
+  /** the main thread's memory outside its JS heap (Buffers, ArrayBuffers); RSS less heap and this is mostly the workers' */
+  external: number;
 }
 
 /** bin/coderl.mjs: the launcher this process runs under, else the one in the repository above this module. */
@@ -306,7 +309,7 @@ class ServerChild {
     this.exited = new Promise((resolve) => child.once('exit', (code) => resolve(code)));
     child.on('message', (m: { memory?: NodeJS.MemoryUsage }) => {
       if (!m.memory) return;
-      const s = { t: performance.now(), rss: m.memory.rss, heap: m.memory.heapUsed };
+      const s = { t: performance.now(), rss: m.memory.rss, heap: m.memory.heapUsed, external: m.memory.external };
       for (const w of this.memoryWaiters.splice(0)) w(s);
     });
   }
@@ -425,7 +428,9 @@ let serial = 0;
 
 /** `rounds` rounds of `requests` over `connections` connections; client i starts where client i-1's share ends, so each request is sent `rounds` times. */
 async function drive(server: ServerChild, requests: readonly LoadRequest[], rounds: number, connections: number): Promise<LoadRun> {
-  const { default: autocannon } = await import('autocannon');
+  const { default: autocannon } = await import('autocannon').catch((e: unknown) => {
+    throw new Error(`bench serve needs autocannon, a dev dependency (npm ci installs it): ${String(e)}`);
+  });
   const amount = rounds * requests.length;
   const c = Math.min(connections, amount);
   const tally = emptyTally();
@@ -499,12 +504,12 @@ const MIB = 2 ** 20;
 const r1 = (x: number): number => Math.round(x * 10) / 10;
 
 function memoryFigures(samples: readonly MemorySample[]): MemoryFigures {
-  const f = (key: 'rss' | 'heap') => ({
+  const f = (key: 'rss' | 'heap' | 'external') => ({
     first: r1((samples[0]?.[key] ?? 0) / MIB),
     last: r1((samples.at(-1)?.[key] ?? 0) / MIB),
     peak: r1(Math.max(0, ...samples.map((s) => s[key])) / MIB),
   });
-  return { samples: samples.length, rss_mib: f('rss'), heap_mib: f('heap') };
+  return { samples: samples.length, rss_mib: f('rss'), heap_mib: f('heap'), external_mib: f('external') };
 }
 
 /** Least-squares slope of `key` in MiB per minute. */
@@ -686,7 +691,7 @@ export function formatServeBench(r: ServeBenchResult): string {
     const mem = k.memory;
     lines.push(
       `soak (${k.workers} workers, ${k.seconds} s): ${k.requests} requests, ${k.requests_per_s} req/s, lost ${k.lost}, wrong ${k.wrong}, hostile passed ${k.hostile_passes}`,
-      `  RSS ${mem.rss_mib.first} -> ${mem.rss_mib.last} MiB (peak ${mem.rss_mib.peak}; first tenth ${mem.rss_first_tenth_mib}, last tenth ${mem.rss_last_tenth_mib}; slope ${mem.rss_slope_mib_per_min} MiB/min), heap ${mem.heap_mib.first} -> ${mem.heap_mib.last} MiB (slope ${mem.heap_slope_mib_per_min} MiB/min)`,
+      `  RSS ${mem.rss_mib.first} -> ${mem.rss_mib.last} MiB (peak ${mem.rss_mib.peak}; first tenth ${mem.rss_first_tenth_mib}, last tenth ${mem.rss_last_tenth_mib}; slope ${mem.rss_slope_mib_per_min} MiB/min), heap ${mem.heap_mib.first} -> ${mem.heap_mib.last} MiB (slope ${mem.heap_slope_mib_per_min} MiB/min), external ${mem.external_mib.first} -> ${mem.external_mib.last} MiB`,
     );
   }
   const examples = [...r.phases.flatMap((p) => p.wrong_examples), ...(r.soak?.wrong_examples ?? [])];
