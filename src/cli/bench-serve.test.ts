@@ -1,7 +1,7 @@
 /**
  * `coderl bench serve`: the checker first (a right answer passes it; an answer that lets a hostile
  * program pass, or gives any program another verdict, is caught and counted), then the bench for
- * real through the CLI (`node bin/coderl.mjs bench serve --quick --json`: real `coderl serve`
+ * real through the CLI (`node bin/coderl.mjs bench serve --quick --soak 2 --json`: real `coderl serve`
  * children with 1 and N workers under autocannon): the JSON's shape, nothing lost, nothing
  * wrong, no hostile pass, the server's own count of answers equal to the client's, every server
  * drained by SIGTERM, and the table. Speeds are printed by the bench, never asserted here.
@@ -104,8 +104,8 @@ describe('coderl bench serve', () => {
     expect(err.join('\n')).toMatch(/--workers is the N compared with 1 worker: at least 2[\s\S]*--soak applies to the serve suite only/);
   });
 
-  test('--quick --json for real: 1 and N workers, every answer right, nothing lost, the servers drained', async () => {
-    const run = promisify(execFile)(process.execPath, [bin, 'bench', 'serve', '--quick', '--json'], {
+  test('--quick --soak 2 --json for real: 1 and N workers, every answer right, nothing lost, the servers drained', async () => {
+    const run = promisify(execFile)(process.execPath, [bin, 'bench', 'serve', '--quick', '--soak', '2', '--json'], {
       timeout: 280_000,
       maxBuffer: 1 << 24,
     });
@@ -139,8 +139,10 @@ describe('coderl bench serve', () => {
       expect(p.programs).toBe(32);
       expect(p.ok).toBe(23);
       // the warm-up round and the timed one: the server counted every answer the client did
-      expect(p.client_answered_200).toBe(46);
-      expect(p.server_answered_200).toBe(46);
+      // the warm-up round, the timed one and (on the N-worker server) the soak: the server counted every answer the client did
+      const soaked = p.workers === n ? (r.soak?.requests ?? -1) : 0;
+      expect(p.client_answered_200).toBe(46 + soaked);
+      expect(p.server_answered_200).toBe(46 + soaked);
       expect(p.queue_depth_after).toBe(0);
       expect(p.exit_code).toBe(0);
       for (const v of [p.seconds, p.requests_per_s, p.programs_per_s, p.latency_ms.p50, p.latency_ms.p99]) expect(v).toBeGreaterThan(0);
@@ -155,12 +157,27 @@ describe('coderl bench serve', () => {
     expect(r.scaling.goal).toBeCloseTo(0.8 * n, 5);
     expect(r.scaling.ratio).toBeCloseTo(many!.requests_per_s / one!.requests_per_s, 1);
     expect(r.scaling.met).toBe(r.scaling.ratio >= r.scaling.goal);
-    expect(r.soak).toBeNull();
+    const k = r.soak!;
+    expect({ workers: k.workers, lost: k.lost, wrong: k.wrong, hostile_passes: k.hostile_passes, non200: k.non200 }).toEqual({
+      workers: n,
+      lost: 0,
+      wrong: 0,
+      hostile_passes: 0,
+      non200: {},
+    });
+    expect(k.seconds).toBeGreaterThanOrEqual(2);
+    expect(k.requests % 23).toBe(0); // whole rounds only
+    expect(k.ok).toBe(k.requests);
+    expect(k.memory.samples).toBeGreaterThan(0);
+    for (const v of [k.memory.rss_first_tenth_mib, k.memory.rss_last_tenth_mib, k.memory.heap_first_tenth_mib])
+      expect(v).toBeGreaterThan(0);
+    expect(Number.isFinite(k.memory.rss_slope_mib_per_min)).toBe(true);
     expect(r.correct).toBe(true);
     expect(code).toBe(0);
     const table = formatServeBench(r);
     expect(table).toMatch(/^workers +requests +req\/s/m);
     expect(table).toMatch(new RegExp(`^ +${n} +23 `, 'm'));
+    expect(table).toMatch(/^soak \(\d+ workers, \d+ s\): \d+ requests/m);
     expect(table).toContain('every answer right, nothing lost, every server drained');
   }, 300_000);
 });

@@ -122,6 +122,8 @@ export interface SoakResult extends Tally {
     /** mean of the first and of the last tenth of the samples */
     rss_first_tenth_mib: number;
     rss_last_tenth_mib: number;
+    heap_first_tenth_mib: number;
+    heap_last_tenth_mib: number;
   };
 }
 
@@ -524,10 +526,10 @@ function slope(samples: readonly MemorySample[], key: 'rss' | 'heap'): number {
   return sxx > 0 ? Math.round((sxy / sxx) * 100) / 100 : 0;
 }
 
-const tenth = (samples: readonly MemorySample[], last: boolean): number => {
+const tenth = (samples: readonly MemorySample[], last: boolean, key: 'rss' | 'heap' = 'rss'): number => {
   const k = Math.max(1, Math.floor(samples.length / 10));
   const part = last ? samples.slice(-k) : samples.slice(0, k);
-  return r1(part.reduce((a, s) => a + s.rss, 0) / Math.max(1, part.length) / MIB);
+  return r1(part.reduce((a, s) => a + s[key], 0) / Math.max(1, part.length) / MIB);
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -612,7 +614,9 @@ async function soakRun(
     if (performance.now() - lastSay > 30_000) {
       lastSay = performance.now();
       const s = mem.samples.at(-1);
-      say(`soak: ${Math.round((lastSay - t0) / 1000)} s, ${tally.requests} requests, RSS ${s ? r1(s.rss / MIB) : '?'} MiB`);
+      say(
+        `soak: ${Math.round((lastSay - t0) / 1000)} s, ${tally.requests} requests, RSS ${s ? r1(s.rss / MIB) : '?'} MiB, heap ${s ? r1(s.heap / MIB) : '?'} MiB`,
+      );
     }
   }
   const seconds = (performance.now() - t0) / 1000;
@@ -630,6 +634,8 @@ async function soakRun(
       heap_slope_mib_per_min: slope(s, 'heap'),
       rss_first_tenth_mib: tenth(s, false),
       rss_last_tenth_mib: tenth(s, true),
+      heap_first_tenth_mib: tenth(s, false, 'heap'),
+      heap_last_tenth_mib: tenth(s, true, 'heap'),
     },
   };
 }
@@ -691,7 +697,7 @@ export function formatServeBench(r: ServeBenchResult): string {
     const mem = k.memory;
     lines.push(
       `soak (${k.workers} workers, ${k.seconds} s): ${k.requests} requests, ${k.requests_per_s} req/s, lost ${k.lost}, wrong ${k.wrong}, hostile passed ${k.hostile_passes}`,
-      `  RSS ${mem.rss_mib.first} -> ${mem.rss_mib.last} MiB (peak ${mem.rss_mib.peak}; first tenth ${mem.rss_first_tenth_mib}, last tenth ${mem.rss_last_tenth_mib}; slope ${mem.rss_slope_mib_per_min} MiB/min), heap ${mem.heap_mib.first} -> ${mem.heap_mib.last} MiB (slope ${mem.heap_slope_mib_per_min} MiB/min), external ${mem.external_mib.first} -> ${mem.external_mib.last} MiB`,
+      `  RSS ${mem.rss_mib.first} -> ${mem.rss_mib.last} MiB (peak ${mem.rss_mib.peak}; first tenth ${mem.rss_first_tenth_mib}, last tenth ${mem.rss_last_tenth_mib}; slope ${mem.rss_slope_mib_per_min} MiB/min), heap ${mem.heap_mib.first} -> ${mem.heap_mib.last} MiB (first tenth ${mem.heap_first_tenth_mib}, last tenth ${mem.heap_last_tenth_mib}; slope ${mem.heap_slope_mib_per_min} MiB/min), external ${mem.external_mib.first} -> ${mem.external_mib.last} MiB`,
     );
   }
   const examples = [...r.phases.flatMap((p) => p.wrong_examples), ...(r.soak?.wrong_examples ?? [])];
