@@ -29,7 +29,10 @@ const LAYERS: Record<string, { over: string[]; why: string }> = {
   cli: { over: ['bench', 'serve', 'export', 'rl'], why: 'the coderl commands (Node); a sibling of the app, neither imports the other' },
   serve: { over: ['rl'], why: '`coderl serve`: the scorer as an HTTP service (our API, OpenRLHF, Sandbox Fusion), Node only' },
   export: { over: ['rl'], why: '`coderl export`: a run as a folder for a cluster RL trainer (veRL, TRL, OpenRLHF)' },
-  bench: { over: ['perf', 'reward'], why: 'the Node-only drivers of `coderl bench` (runtime, score, browser race); the CLI level' },
+  bench: {
+    over: ['perf', 'reward', 'serve'],
+    why: 'the Node-only drivers of `coderl bench` (runtime, score, browser race, serve under load); the CLI level',
+  },
   perf: { over: ['onnx'], why: 'the benchmarks the Benchmarks panel and `coderl bench` share: engine vs TF.js, the ONNX race' },
   store: { over: ['lab'], why: 'the zustand store: slices of state and actions the UI reads through selectors' },
   lab: { over: ['rl'], why: 'what the store and the panels compute without the DOM: checkpoints, rollout comparison, what-if' },

@@ -19,7 +19,7 @@ import {
   type LoadRequest,
   type MixProgram,
   type ServeBenchResult,
-} from '../perf/serve-load';
+} from '../../bench/serve-load';
 import { main } from './main';
 
 const bin = join(import.meta.dirname, '../../bin/coderl.mjs');

@@ -35,7 +35,7 @@ import {
   type TrainMode,
   type TrainModel,
 } from '../../perf/decoder-train';
-import { benchServe, formatServeBench, serveBenchDefaults, type ServeBenchOptions } from '../../perf/serve-load';
+import { benchServe, formatServeBench, serveBenchDefaults, type ServeBenchOptions } from '../../../bench/serve-load';
 import { loadTfjs } from '../../perf/tfjs';
 import { DEFAULT_REWARD } from '../../reward/reward';
 import { scoreRollouts } from '../../rl/scorer';

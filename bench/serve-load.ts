@@ -24,9 +24,9 @@ import { existsSync } from 'node:fs';
 import { availableParallelism, loadavg } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import type autocannon from 'autocannon';
-import type { Verdict } from '../sandbox/result';
-import { SuiteStore } from '../serve/suites';
-import type { Task } from '../tasks/types';
+import type { Verdict } from '../src/sandbox/result';
+import { SuiteStore } from '../src/serve/suites';
+import type { Task } from '../src/tasks/types';
 
 type SuiteName = 'humaneval-x-js' | 'humaneval-python';
 type Kind = 'honest' | 'failing' | 'hostile';
