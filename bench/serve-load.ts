@@ -11,7 +11,8 @@
  * carries a unique trailing comment, so the analysis cache never answers for it (every request
  * is linted, parsed and rewarded as a trainer's fresh sample is). The server's RSS and main-thread
  * heap are sampled over IPC (a preload, `--import data:...`, answers `process.memoryUsage()`;
- * Node 20.6+), the server's /metrics is read back after each phase, and SIGTERM must drain it to
+ * Node 20.6+; in a soak every 15 s also after a full collection, `--expose-gc`, the heap live objects
+ * hold: heapUsed alone also counts garbage V8 has not collected yet, which grows for minutes), the server's /metrics is read back after each phase, and SIGTERM must drain it to
  * exit 0. Per phase: an untimed warm-up round (Pyodide loads), then the timed rounds.
  * --soak S keeps the N-worker server under the same load for S seconds: lost, wrong, and the RSS
  * and heap slope and first-vs-last.
@@ -124,6 +125,12 @@ export interface SoakResult extends Tally {
     rss_last_tenth_mib: number;
     heap_first_tenth_mib: number;
     heap_last_tenth_mib: number;
+    /**
+     * The heap after a full collection, every 15 s: what live objects hold (heapUsed above also
+     * counts garbage not yet collected). A leak shows here; garbage does not.
+     */
+    retained_heap_mib: { samples: number; first: number; last: number; peak: number; first_tenth: number; last_tenth: number };
+    retained_heap_slope_mib_per_min: number;
   };
 }
 
@@ -274,9 +281,15 @@ export function mixRequests(programs: readonly MixProgram[], prompts: ReadonlyMa
 // ---------------------------------------------------------------------------------------------
 // The server under test: `coderl serve` in a child process.
 
-/** Answers {rss, heapUsed} on the IPC channel; unref'd so the channel never keeps the server up. */
+/**
+ * Answers process.memoryUsage() on the IPC channel ('memory-gc': after a full collection, when the
+ * server runs with --expose-gc); unref'd so the channel never keeps the server up.
+ */
 const MEMORY_PRELOAD =
-  "data:text/javascript,process.on('message',(m)=>{if(m==='memory')process.send({memory:process.memoryUsage()})});process.channel&&process.channel.unref();";
+  "data:text/javascript,process.on('message',(m)=>{if(m==='memory'||m==='memory-gc'){const c=m==='memory-gc'&&typeof globalThis.gc==='function';if(c)globalThis.gc();process.send({memory:process.memoryUsage(),collected:c})}});process.channel&&process.channel.unref();";
+
+/** How often a soak samples the heap after a full collection, ms. */
+const RETAINED_EVERY_MS = 15_000;
 
 interface MemorySample {
   t: number;
@@ -284,6 +297,8 @@ interface MemorySample {
   heap: number;
   /** the main thread's memory outside its JS heap (Buffers, ArrayBuffers); RSS less heap and this is mostly the workers' */
   external: number;
+  /** taken after a full collection */
+  collected: boolean;
 }
 
 /** bin/coderl.mjs: the launcher this process runs under, else the one in the repository above this module. */
@@ -309,9 +324,15 @@ class ServerChild {
     readonly log: () => string,
   ) {
     this.exited = new Promise((resolve) => child.once('exit', (code) => resolve(code)));
-    child.on('message', (m: { memory?: NodeJS.MemoryUsage }) => {
+    child.on('message', (m: { memory?: NodeJS.MemoryUsage; collected?: boolean }) => {
       if (!m.memory) return;
-      const s = { t: performance.now(), rss: m.memory.rss, heap: m.memory.heapUsed, external: m.memory.external };
+      const s = {
+        t: performance.now(),
+        rss: m.memory.rss,
+        heap: m.memory.heapUsed,
+        external: m.memory.external,
+        collected: m.collected === true,
+      };
       for (const w of this.memoryWaiters.splice(0)) w(s);
     });
   }
@@ -320,7 +341,7 @@ class ServerChild {
     const token = randomBytes(16).toString('hex');
     const args = ['serve', '--host', '127.0.0.1', '--port', '0', '--workers', String(workers), '--program-workers', '0'];
     const child = fork(coderlLauncher(), [...args, '--timeout', String(timeoutMs)], {
-      execArgv: [...process.execArgv, '--import', MEMORY_PRELOAD],
+      execArgv: [...process.execArgv, '--expose-gc', '--import', MEMORY_PRELOAD],
       env: { ...process.env, CODERL_SERVE_TOKEN: token },
       stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
     });
@@ -354,7 +375,8 @@ class ServerChild {
     }
   }
 
-  memory(): Promise<MemorySample | undefined> {
+  /** One memory sample; `gc`: after a full collection (the heap live objects hold). */
+  memory(gc = false): Promise<MemorySample | undefined> {
     if (!this.child.connected) return Promise.resolve(undefined);
     return new Promise((resolve) => {
       const timer = setTimeout(() => resolve(undefined), 5000);
@@ -362,7 +384,7 @@ class ServerChild {
         clearTimeout(timer);
         resolve(s);
       });
-      this.child.send('memory');
+      this.child.send(gc ? 'memory-gc' : 'memory');
     });
   }
 
@@ -482,19 +504,31 @@ async function drive(server: ServerChild, requests: readonly LoadRequest[], roun
   return { tally, seconds, latency: { p50: l.p50, p90: l.p90, p99: l.p99, max: l.max } };
 }
 
-/** Samples the server's memory every `ms` until stopped. */
-function sampler(server: ServerChild, ms: number): { samples: MemorySample[]; stop(): Promise<void> } {
+/**
+ * Samples the server's memory every `ms` until stopped; with `retainedMs`, also one after a full
+ * collection that often (into `retained`, kept apart: it would pull the heap series down).
+ */
+function sampler(
+  server: ServerChild,
+  ms: number,
+  retainedMs = 0,
+): { samples: MemorySample[]; retained: MemorySample[]; stop(): Promise<void> } {
   const samples: MemorySample[] = [];
+  const retained: MemorySample[] = [];
   let running = true;
+  let nextRetained = retainedMs > 0 ? performance.now() : Infinity;
   const loop = (async () => {
     while (running && server.alive) {
-      const s = await server.memory();
-      if (s) samples.push(s);
+      const gc = performance.now() >= nextRetained;
+      const s = await server.memory(gc);
+      if (s) (s.collected ? retained : samples).push(s);
+      if (gc) nextRetained = performance.now() + retainedMs;
       await new Promise((r) => setTimeout(r, ms));
     }
   })();
   return {
     samples,
+    retained,
     stop: async () => {
       running = false;
       await loop;
@@ -605,7 +639,7 @@ async function soakRun(
 ): Promise<SoakResult> {
   say(`${o.workers} workers: soak for ${o.soakS} s`);
   const tally = emptyTally();
-  const mem = sampler(server, o.sampleMs);
+  const mem = sampler(server, o.sampleMs, RETAINED_EVERY_MS);
   const rounds = Math.max(1, Math.ceil(o.connections / requests.length));
   const t0 = performance.now();
   let lastSay = t0;
@@ -623,6 +657,7 @@ async function soakRun(
   await mem.stop();
   addTally(total, tally);
   const s = mem.samples;
+  const g = mem.retained;
   return {
     workers: o.workers,
     ...tally,
@@ -636,6 +671,13 @@ async function soakRun(
       rss_last_tenth_mib: tenth(s, true),
       heap_first_tenth_mib: tenth(s, false, 'heap'),
       heap_last_tenth_mib: tenth(s, true, 'heap'),
+      retained_heap_mib: {
+        samples: g.length,
+        ...memoryFigures(g).heap_mib,
+        first_tenth: tenth(g, false, 'heap'),
+        last_tenth: tenth(g, true, 'heap'),
+      },
+      retained_heap_slope_mib_per_min: slope(g, 'heap'),
     },
   };
 }
@@ -698,6 +740,7 @@ export function formatServeBench(r: ServeBenchResult): string {
     lines.push(
       `soak (${k.workers} workers, ${k.seconds} s): ${k.requests} requests, ${k.requests_per_s} req/s, lost ${k.lost}, wrong ${k.wrong}, hostile passed ${k.hostile_passes}`,
       `  RSS ${mem.rss_mib.first} -> ${mem.rss_mib.last} MiB (peak ${mem.rss_mib.peak}; first tenth ${mem.rss_first_tenth_mib}, last tenth ${mem.rss_last_tenth_mib}; slope ${mem.rss_slope_mib_per_min} MiB/min), heap ${mem.heap_mib.first} -> ${mem.heap_mib.last} MiB (first tenth ${mem.heap_first_tenth_mib}, last tenth ${mem.heap_last_tenth_mib}; slope ${mem.heap_slope_mib_per_min} MiB/min), external ${mem.external_mib.first} -> ${mem.external_mib.last} MiB`,
+      `  heap after a full collection (${mem.retained_heap_mib.samples} samples, every ${RETAINED_EVERY_MS / 1000} s): ${mem.retained_heap_mib.first} -> ${mem.retained_heap_mib.last} MiB (first tenth ${mem.retained_heap_mib.first_tenth}, last tenth ${mem.retained_heap_mib.last_tenth}; slope ${mem.retained_heap_slope_mib_per_min} MiB/min)`,
     );
   }
   const examples = [...r.phases.flatMap((p) => p.wrong_examples), ...(r.soak?.wrong_examples ?? [])];

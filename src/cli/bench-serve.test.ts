@@ -138,7 +138,6 @@ describe('coderl bench serve', () => {
       expect(p.requests).toBe(23);
       expect(p.programs).toBe(32);
       expect(p.ok).toBe(23);
-      // the warm-up round and the timed one: the server counted every answer the client did
       // the warm-up round, the timed one and (on the N-worker server) the soak: the server counted every answer the client did
       const soaked = p.workers === n ? (r.soak?.requests ?? -1) : 0;
       expect(p.client_answered_200).toBe(46 + soaked);
@@ -172,6 +171,10 @@ describe('coderl bench serve', () => {
     for (const v of [k.memory.rss_first_tenth_mib, k.memory.rss_last_tenth_mib, k.memory.heap_first_tenth_mib])
       expect(v).toBeGreaterThan(0);
     expect(Number.isFinite(k.memory.rss_slope_mib_per_min)).toBe(true);
+    // the heap after a full collection: one at the soak's start at least (--expose-gc reached the server)
+    expect(k.memory.retained_heap_mib.samples).toBeGreaterThanOrEqual(1);
+    expect(k.memory.retained_heap_mib.first).toBeGreaterThan(0);
+    expect(Number.isFinite(k.memory.retained_heap_slope_mib_per_min)).toBe(true);
     expect(r.correct).toBe(true);
     expect(code).toBe(0);
     const table = formatServeBench(r);
