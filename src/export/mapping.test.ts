@@ -45,6 +45,7 @@ const CASES: [string, RlConfig][] = [
   ['small (PPO, fixed KL)', resolveConfig('small')],
   ['composer2-scaled (PPO, adaptive KL, entropy)', resolveConfig('composer2-scaled')],
   ['a LoRA run on an imported model', LORA_RUN],
+  ['a LoRA+ run (lora.lrRatio)', mergeConfig(LORA_RUN, { lora: { lrRatio: 8 } }) as RlConfig],
 ];
 
 /** The code constants a `code:` source stands for. */
@@ -171,5 +172,11 @@ describe('derived and algorithm-dependent keys', () => {
     expect(get('verl', LORA_RUN, 'actor_rollout_ref.model.target_modules')).toEqual(['q_proj', 'v_proj']);
     expect(get('trl', LORA_RUN, 'peft.lora_alpha')).toBe(16);
     expect(get('openrlhf', LORA_RUN, 'ds.lora.target_modules')).toEqual(['q_proj', 'v_proj']);
+    // LoRA+ is an optimizer grouping none of them has a key for: noted, never dropped silently
+    const plus = mergeConfig(LORA_RUN, { lora: { lrRatio: 8 } }) as RlConfig;
+    for (const t of TRAINERS) {
+      expect(unmapped(t, plus)).toContain('lora.lrRatio');
+      expect(unmapped(t, LORA_RUN)).not.toContain('lora.lrRatio');
+    }
   });
 });

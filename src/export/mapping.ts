@@ -212,6 +212,16 @@ export function commonNotes(run: ExportRun): Note[] {
       kind: 'carried',
       why: 'the imported model the run trained: its trained weights are model/',
     });
+  if (cfg.lora?.lrRatio !== undefined)
+    notes.push({
+      lab: 'lora.lrRatio',
+      value: cfg.lora.lrRatio,
+      kind: cfg.lora.lrRatio === 1 ? 'carried' : 'unmapped',
+      why:
+        cfg.lora.lrRatio === 1
+          ? 'plain LoRA, as the trainers train it'
+          : "LoRA+ (lora_B at lr x the ratio) is an optimizer grouping, not a config key in veRL, OpenRLHF or TRL; with TRL, PEFT's create_loraplus_optimizer(model, torch.optim.AdamW, {'lr': lr}, loraplus_lr_ratio=ratio) passed as GRPOTrainer(optimizers=(opt, None)) trains it",
+    });
   if (cfg.lora?.from)
     notes.push({
       lab: 'lora.from',

@@ -50,6 +50,17 @@ interface CpuLora {
 }
 
 /** DecoderCpu.headState: opaque outside this file. */
+/** One tensor the optimizer updates (DecoderCpu.trainables). */
+export interface DecoderCpuTrainable {
+  name: string;
+  w: Float64Array;
+  g: Float64Array;
+  /** decoupled weight decay applies */
+  decay: boolean;
+  /** in LoRA+'s fast group: learns at lr x OptimConfig.loraPlusRatio */
+  plus: boolean;
+}
+
 export interface DecoderCpuState {
   readonly lora: unknown;
   readonly valueHead: unknown;
@@ -309,25 +320,32 @@ export class DecoderCpu {
   }
 
   /**
-   * What an optimizer updates, each with its gradient and whether weight decay applies (matrices
-   * yes; norms, biases, the value head's bias no): the adapters with LoRA, else every tensor;
-   * and the value head when there is one.
+   * What an optimizer updates, each with its gradient, whether weight decay applies (matrices
+   * yes; norms, biases, the value head's bias no) and whether it is in LoRA+'s fast group (lora_B
+   * and, with LoRA, 1-D parameters: OptimConfig.loraPlusRatio): the adapters with LoRA, else every
+   * tensor; and the value head when there is one.
    */
-  trainables(): { name: string; w: Float64Array; g: Float64Array; decay: boolean }[] {
-    const out: { name: string; w: Float64Array; g: Float64Array; decay: boolean }[] = [];
+  trainables(): DecoderCpuTrainable[] {
+    const out: DecoderCpuTrainable[] = [];
     if (this.lora) {
       const l = this.lora;
       l.modules.forEach((m, i) => {
         const k = peftKeys(m);
-        out.push({ name: k.A, w: l.A[i]!, g: l.dA[i]!, decay: true }, { name: k.B, w: l.B[i]!, g: l.dB[i]!, decay: true });
+        out.push(
+          { name: k.A, w: l.A[i]!, g: l.dA[i]!, decay: true, plus: false },
+          { name: k.B, w: l.B[i]!, g: l.dB[i]!, decay: true, plus: true },
+        );
       });
     } else {
       for (const t of decoderTensors(this.arch))
-        out.push({ name: t.name, w: this.w(t.name), g: this.g(t.name), decay: t.shape.length === 2 });
+        out.push({ name: t.name, w: this.w(t.name), g: this.g(t.name), decay: t.shape.length === 2, plus: false });
     }
     if (this.valueHead) {
       const v = this.valueHead;
-      out.push({ name: 'value.w', w: v.w, g: v.dw, decay: true }, { name: 'value.b', w: v.b, g: v.db, decay: false });
+      out.push(
+        { name: 'value.w', w: v.w, g: v.dw, decay: true, plus: false },
+        { name: 'value.b', w: v.b, g: v.db, decay: false, plus: this.lora !== null },
+      );
     }
     return out;
   }

@@ -190,12 +190,15 @@ function referenceStep(
   grads: Map<string, Float64Array>,
   gradNorm: number,
   decay: (n: string) => boolean,
+  opt: OptimConfig = OPT,
 ) {
-  const gradScale = clipScaleRef(gradNorm, OPT.gradClip);
+  const gradScale = clipScaleRef(gradNorm, opt.gradClip);
   const out = new Map<string, Float64Array>();
   for (const [n, g] of grads) {
     const p = Float64Array.from(params.get(n)!);
-    const opts = { ...OPT, weightDecay: decay(n) ? OPT.weightDecay : 0, step: 1, gradScale };
+    // LoRA+ as PEFT's create_loraplus_optimizer groups it: lora_B at lr x loraplus_lr_ratio
+    const lr = n.includes('.lora_B.') ? opt.lr * opt.loraPlusRatio : opt.lr;
+    const opts = { ...opt, lr, weightDecay: decay(n) ? opt.weightDecay : 0, step: 1, gradScale };
     adamwRef(p, g, new Float64Array(g.length), new Float64Array(g.length), 0, g.length, opts);
     out.set(n, p);
   }
@@ -240,8 +243,10 @@ describe('qwen2: the optimizer step', () => {
   // 0 the step is steep in g and the gradient's f32 error shows: measured on SwiftShader 1.9e-3 lr
   // (full: up.w elements whose clipped g is 5.6e-8, 1e-5 of the tensor's rms), 1.5e-5 lr (LoRA).
   // A wrong clip scale, bias correction or decay rule is off by ~lr. Clipping is on (norm > 1).
-  test.each(['full', 'lora'] as const)('%s: one AdamW step equals the float64 step', async (mode) => {
-    const l = mode === 'lora' ? lora : null;
+  test.each(['full', 'lora', 'lora+'] as const)('%s: one AdamW step equals the float64 step', async (mode) => {
+    const l = mode === 'full' ? null : lora;
+    // LoRA+: lora_B at 8 x lr (a full model ignores the ratio: 'full' runs with it too)
+    const opt = mode === 'lora' ? OPT : { ...OPT, loraPlusRatio: 8 };
     const want = cpuGrads(arch, weights, batch, l);
     expect(want.gradNorm).toBeGreaterThan(OPT.gradClip);
     const params = l
@@ -255,9 +260,9 @@ describe('qwen2: the optimizer step', () => {
           ),
         )
       : weights;
-    const ref = referenceStep(params, want.grads, want.gradNorm, (n) => (l ? true : shapes.get(n)!.length === 2));
+    const ref = referenceStep(params, want.grads, want.gradNorm, (n) => (l ? true : shapes.get(n)!.length === 2), l ? opt : OPT);
     const gpu = await gpuModel(arch, weights);
-    const t = new DecoderGpuTrainer(gpu, OPT, l);
+    const t = new DecoderGpuTrainer(gpu, opt, l);
     const r = await t.trainStep(rows(batch), true);
     expect(Math.abs(r.gradNorm! - want.gradNorm) / want.gradNorm).toBeLessThan(GRAD_TOL);
     expectParams(arch, await t.readParams(), ref, 1, 1e-2);
@@ -395,9 +400,11 @@ describe('the GPU trainer follows DecoderCpuTrainer', () => {
     const head = { w: Float32Array.from({ length: arch.dModel }, (_, i) => 0.05 * Math.sin(i + 1)), b: 0.1 };
     if (ppo) cm.addValueHead(0, 0.02, head);
     const batches = [rlBatch(cm, plain(batch), cfg, 1), rlBatch(cm, plain(batch), cfg, 2)];
-    const cpu = new DecoderCpuTrainer(cm, opt);
+    // LoRA with LoRA+ (lora_B and the value head's bias at 4 x lr): both trainers group it alike
+    const o = l ? { ...opt, loraPlusRatio: 4 } : opt;
+    const cpu = new DecoderCpuTrainer(cm, o);
     const gpu = await gpuModel(arch, weights);
-    const t = new DecoderGpuTrainer(gpu, opt, l);
+    const t = new DecoderGpuTrainer(gpu, o, l);
     if (ppo) t.addValueHead(head);
     for (let step = 1; step <= 2; step++) {
       const c = cpu.rlStep(batches, cfg);

@@ -70,6 +70,8 @@ export interface DecoderTrainable {
   n: number;
   /** decoupled weight decay applies (matrices and embeddings, the adapters; not norms or biases) */
   decay: boolean;
+  /** in LoRA+'s fast group: learns at lr x OptimConfig.loraPlusRatio (lora_B; with LoRA, the value head's bias) */
+  plus: boolean;
 }
 
 /** Bytes a training setup holds on the GPU, from the buffers it allocates (decoderTrainMemory). */
@@ -149,8 +151,8 @@ export class DecoderGpuTrainer {
     if (a.headDim > GQA_TRAIN_MAX_HS)
       throw new Error(`DecoderGpuTrainer: head size ${a.headDim} exceeds the ${GQA_TRAIN_MAX_HS} the training attention serves`);
     const f32 = (n: number, label: string) => rt.storage(n * 4, label);
-    const add = (name: string, param: GPUBuffer, n: number, decay: boolean, grad?: GPUBuffer) =>
-      this.addTrainable(name, param, n, decay, grad);
+    const add = (name: string, param: GPUBuffer, n: number, decay: boolean, grad?: GPUBuffer, plus = false) =>
+      this.addTrainable(name, param, n, decay, grad, plus);
     if (lora) {
       this.adapters = uploadAdapters(rt, lora);
       model.linearHook = this.samplingHook;
@@ -158,7 +160,7 @@ export class DecoderGpuTrainer {
       lora.modules.forEach((m, i) => {
         const k = peftKeys(m);
         add(k.A, ad.A[i]!, lora.rank * m.inFeatures, true, ad.dA[i]);
-        add(k.B, ad.B[i]!, m.outFeatures * lora.rank, true, ad.dB[i]);
+        add(k.B, ad.B[i]!, m.outFeatures * lora.rank, true, ad.dB[i], true);
       });
     } else {
       const C = a.dModel;
@@ -184,10 +186,10 @@ export class DecoderGpuTrainer {
     return this.list;
   }
 
-  private addTrainable(name: string, param: GPUBuffer, n: number, decay: boolean, grad?: GPUBuffer): GPUBuffer {
+  private addTrainable(name: string, param: GPUBuffer, n: number, decay: boolean, grad?: GPUBuffer, plus = false): GPUBuffer {
     const f32 = (label: string) => this.rt.storage(n * 4, label);
     const g = grad ?? f32(`grad ${name}`);
-    this.list.push({ name, param, grad: g, m: f32(`adam m ${name}`), v: f32(`adam v ${name}`), n, decay });
+    this.list.push({ name, param, grad: g, m: f32(`adam m ${name}`), v: f32(`adam v ${name}`), n, decay, plus });
     return g;
   }
 
@@ -201,7 +203,12 @@ export class DecoderGpuTrainer {
     if (init.w.length !== C) throw new Error(`DecoderGpuTrainer.addValueHead: ${init.w.length} weights for d_model ${C}`);
     const w = this.rt.upload(Float32Array.from(init.w), 'value.w');
     const b = this.rt.upload(Float32Array.of(init.b), 'value.b');
-    this.valueHead = { w, b, dw: this.addTrainable('value.w', w, C, true), db: this.addTrainable('value.b', b, 1, false) };
+    this.valueHead = {
+      w,
+      b,
+      dw: this.addTrainable('value.w', w, C, true),
+      db: this.addTrainable('value.b', b, 1, false, undefined, this.adapters !== null),
+    };
   }
 
   /**
@@ -498,7 +505,7 @@ export class DecoderGpuTrainer {
     const common = { lr: o.lr, beta1: o.beta1, beta2: o.beta2, eps: o.eps, step: this.step, maxNorm: o.gradClip, offset: 0 };
     for (const t of this.trainables) {
       const bind = { param: t.param, grad: t.grad, m: t.m, v: t.v, norm: this.norm, status: this.status };
-      rec.dispatch(opt, bind, { ...common, n: t.n, weightDecay: t.decay ? o.weightDecay : 0 });
+      rec.dispatch(opt, bind, { ...common, lr: t.plus ? o.lr * o.loraPlusRatio : o.lr, n: t.n, weightDecay: t.decay ? o.weightDecay : 0 });
     }
   }
 

@@ -68,6 +68,28 @@ describe('DecoderCpuTrainer', () => {
     expect(logpOf(m, batch)).toBe(logpOf(base, batch));
   });
 
+  test("LoRA+: a first step moves lora_B by ratio x plain LoRA's step, lora_A by the same", () => {
+    const step = (ratio: number) => {
+      const m = withLora(4);
+      // lora_B starts at 0 (PEFT's init): give it values, so both factors have gradients
+      for (const t of m.trainables()) if (t.name.includes('lora_B')) t.w.forEach((_, i) => (t.w[i] = 0.01 * Math.sin(i)));
+      const before = new Map(m.trainables().map((t) => [t.name, Float64Array.from(t.w)]));
+      new DecoderCpuTrainer(m, { ...DEFAULT_OPTIM, lr: 1e-3, weightDecay: 0, loraPlusRatio: ratio }).trainStep([batch]);
+      return new Map(m.trainables().map((t) => [t.name, t.w.map((x, i) => x - before.get(t.name)![i]!)]));
+    };
+    const plain = step(1);
+    const plus = step(6);
+    let moved = 0;
+    for (const [name, d] of plain) {
+      const k = name.includes('.lora_B.') ? 6 : 1;
+      d.forEach((x, i) => {
+        expect(Math.abs(plus.get(name)![i]! - k * x), `${name}[${i}]`).toBeLessThan(1e-12);
+        if (Math.abs(x) > 1e-5) moved++;
+      });
+    }
+    expect(moved).toBeGreaterThan(100);
+  });
+
   test('full fine-tuning moves the base weights and lowers the loss', () => {
     const m = new DecoderCpu(arch, weights);
     const t = new DecoderCpuTrainer(m, { ...DEFAULT_OPTIM, lr: 3e-3 });

@@ -57,7 +57,7 @@ export class DecoderCpuTrainer {
         this.moments.set(p.name, mv);
       }
       adamwRef(p.w, p.g, mv.m, mv.v, 0, p.w.length, {
-        lr: o.lr,
+        lr: p.plus ? o.lr * o.loraPlusRatio : o.lr,
         beta1: o.beta1,
         beta2: o.beta2,
         eps: o.eps,

@@ -15,9 +15,23 @@ export interface OptimConfig {
   weightDecay: number;
   /** clip the global gradient L2 norm to this; 0 disables */
   gradClip: number;
+  /**
+   * LoRA+ (Hayou et al. 2024; PEFT's create_loraplus_optimizer, loraplus_lr_ratio): with LoRA, the
+   * lora_B tensors and the 1-D parameters (PEFT's groupB) learn at lr x this, lora_A and the rest
+   * at lr. 1: plain LoRA. Full fine-tuning ignores it.
+   */
+  loraPlusRatio: number;
 }
 
-export const DEFAULT_OPTIM: OptimConfig = { lr: 3e-4, beta1: 0.9, beta2: 0.95, eps: 1e-8, weightDecay: 0.1, gradClip: 1.0 };
+export const DEFAULT_OPTIM: OptimConfig = {
+  lr: 3e-4,
+  beta1: 0.9,
+  beta2: 0.95,
+  eps: 1e-8,
+  weightDecay: 0.1,
+  gradClip: 1.0,
+  loraPlusRatio: 1,
+};
 
 const RANGES: Record<keyof OptimConfig, [number, number]> = {
   lr: [0, 1],
@@ -26,6 +40,7 @@ const RANGES: Record<keyof OptimConfig, [number, number]> = {
   eps: [0, 1],
   weightDecay: [0, 10],
   gradClip: [0, 1e6],
+  loraPlusRatio: [0, 1e4],
 };
 
 export function validateOptimConfig(input: unknown, where = 'optimizer'): OptimConfig {

@@ -113,6 +113,11 @@ export interface RunLoraConfig {
   rank: number;
   alpha: number;
   targets?: string[];
+  /**
+   * LoRA+ (PEFT's create_loraplus_optimizer, loraplus_lr_ratio): lora_B learns at rl.lr x this,
+   * lora_A at rl.lr. Absent or 1: plain LoRA. The LoRA+ paper suggests 2 to 16 (model/optim.ts).
+   */
+  lrRatio?: number;
   /** the PEFT adapter folder the adapters start from (`coderl train --adapter ADIR`) instead of PEFT's init */
   from?: { name: string; sha256: string };
 }
@@ -387,10 +392,14 @@ function checkSection(obj: unknown, spec: Record<string, Spec>, where: string, e
 
 function checkLora(l: unknown): void {
   const at = 'config.lora';
-  if (!isObject(l)) throw new RlConfigError(`${at}: expected {rank, alpha?, targets?}, got ${JSON.stringify(l)}`);
+  if (!isObject(l)) throw new RlConfigError(`${at}: expected {rank, alpha?, targets?, lrRatio?}, got ${JSON.stringify(l)}`);
   for (const k of Object.keys(l))
-    if (!['rank', 'alpha', 'targets', 'from'].includes(k))
-      throw new RlConfigError(`${at}: unknown field "${k}" (fields: rank, alpha, targets, from)`);
+    if (!['rank', 'alpha', 'targets', 'lrRatio', 'from'].includes(k))
+      throw new RlConfigError(`${at}: unknown field "${k}" (fields: rank, alpha, targets, lrRatio, from)`);
+  if (l.lrRatio !== undefined && (typeof l.lrRatio !== 'number' || !Number.isFinite(l.lrRatio) || l.lrRatio <= 0 || l.lrRatio > 1000))
+    throw new RlConfigError(
+      `${at}.lrRatio: must be a number in (0, 1000] (lora_B's learning rate over lora_A's; 1 is plain LoRA), got ${JSON.stringify(l.lrRatio)}`,
+    );
   if (l.from !== undefined) checkReferenceRef(l.from, `${at}.from`);
   if (typeof l.rank !== 'number' || !Number.isInteger(l.rank) || l.rank < 1 || l.rank > 1024)
     throw new RlConfigError(`${at}.rank: must be an integer in [1, 1024], got ${JSON.stringify(l.rank)}`);

@@ -205,5 +205,12 @@ describe('the pipeline on an imported model', () => {
     await expect(run(lab, new MemoryRunDir(), factory(cfg))).rejects.toThrow(/config does not name it \(config.pretrained\)/);
     expect(() => resolveConfig('tiny', mergeConfig(MINI_RUN, { lora: { rank: 4 } }))).toThrow(/config.lora: LoRA adapts an imported model/);
     expect(() => resolveConfig('tiny', mergeConfig(MINI_RUN, { pretrained: ref, lora: { rank: 0 } }))).toThrow(/config.lora.rank/);
+    for (const bad of [0, -2, 'x', 1e6])
+      expect(() => resolveConfig('tiny', mergeConfig(MINI_RUN, { pretrained: ref, lora: { rank: 4, lrRatio: bad } }))).toThrow(
+        /config.lora.lrRatio: must be a number in \(0, 1000\]/,
+      );
+    expect(resolveConfig('tiny', mergeConfig(MINI_RUN, { pretrained: ref, lora: { rank: 4, lrRatio: 16 } })).lora).toMatchObject({
+      lrRatio: 16,
+    });
   });
 });

@@ -42,7 +42,13 @@ interface PpoState {
 /** Runs the iterations left, then evaluates the RL policy; returns its evaluation. */
 export async function rlStage(ctx: RunContext, sft: SftStageResult, rm: RmStageResult): Promise<StageEval> {
   const { cfg, seed, store, spec, policies } = ctx;
-  const rlOptim: OptimConfig = { ...DEFAULT_OPTIM, lr: cfg.rl.lr, gradClip: cfg.rl.gradClip, weightDecay: 0 };
+  const rlOptim: OptimConfig = {
+    ...DEFAULT_OPTIM,
+    lr: cfg.rl.lr,
+    gradClip: cfg.rl.gradClip,
+    weightDecay: 0,
+    loraPlusRatio: cfg.lora?.lrRatio ?? 1,
+  };
   let state = await readJson<PpoState>(store, 'ppo-state.json');
   // a run started before the TRL metric names resumes with its history's keys renamed (the alarms read them)
   if (state) state = { ...state, history: state.history.map(canonicalMetrics) };
