@@ -107,6 +107,8 @@ export interface PhaseResult extends Tally {
   client_answered_200: number;
   /** coderl_serve_queue_depth{pool="score"} after the phase: programs left waiting */
   queue_depth_after: number;
+  /** coderl_serve_workers_replaced{pool="score"} after the phase (soak included): workers that crashed, were killed or recycled */
+  workers_replaced: number;
   /** the server's exit code after SIGTERM (0: drained) */
   exit_code: number | null;
   memory: MemoryFigures;
@@ -614,6 +616,7 @@ async function phase(
       server_answered_200: server200,
       client_answered_200: total.ok + total.wrong,
       queue_depth_after: metricSum(metrics, 'coderl_serve_queue_depth', { pool: 'score' }),
+      workers_replaced: metricSum(metrics, 'coderl_serve_workers_replaced', { pool: 'score' }),
       exit_code: null,
       memory: memoryFigures(mem.samples),
     };
@@ -721,11 +724,11 @@ export function formatServeBench(r: ServeBenchResult): string {
       .map(([k, v]) => `${k} ${v}`)
       .join(', ')})`,
     '',
-    'workers  requests  req/s  programs/s  p50 ms  p99 ms  lost  wrong  hostile passed  RSS MiB (peak)  heap MiB (peak)  drained',
+    'workers  requests  req/s  programs/s  p50 ms  p99 ms  lost  wrong  hostile passed  RSS MiB (peak)  heap MiB (peak)  replaced  drained',
   ];
   const rows = r.phases.map(
     (p) =>
-      `${String(p.workers).padStart(7)}  ${String(p.requests).padStart(8)}  ${String(p.requests_per_s).padStart(5)}  ${String(p.programs_per_s).padStart(10)}  ${String(p.latency_ms.p50).padStart(6)}  ${String(p.latency_ms.p99).padStart(6)}  ${String(p.lost).padStart(4)}  ${String(p.wrong).padStart(5)}  ${String(p.hostile_passes).padStart(14)}  ${String(p.memory.rss_mib.peak).padStart(14)}  ${String(p.memory.heap_mib.peak).padStart(15)}  ${p.exit_code === 0 ? 'yes' : `no (${p.exit_code})`}`,
+      `${String(p.workers).padStart(7)}  ${String(p.requests).padStart(8)}  ${String(p.requests_per_s).padStart(5)}  ${String(p.programs_per_s).padStart(10)}  ${String(p.latency_ms.p50).padStart(6)}  ${String(p.latency_ms.p99).padStart(6)}  ${String(p.lost).padStart(4)}  ${String(p.wrong).padStart(5)}  ${String(p.hostile_passes).padStart(14)}  ${String(p.memory.rss_mib.peak).padStart(14)}  ${String(p.memory.heap_mib.peak).padStart(15)}  ${String(p.workers_replaced).padStart(8)}  ${p.exit_code === 0 ? 'yes' : `no (${p.exit_code})`}`,
   );
   const s = r.scaling;
   const lines = [

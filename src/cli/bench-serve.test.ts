@@ -143,6 +143,7 @@ describe('coderl bench serve', () => {
       expect(p.client_answered_200).toBe(46 + soaked);
       expect(p.server_answered_200).toBe(46 + soaked);
       expect(p.queue_depth_after).toBe(0);
+      expect(p.workers_replaced).toBeGreaterThanOrEqual(0); // read from the server's /metrics
       expect(p.exit_code).toBe(0);
       for (const v of [p.seconds, p.requests_per_s, p.programs_per_s, p.latency_ms.p50, p.latency_ms.p99]) expect(v).toBeGreaterThan(0);
       expect(p.latency_ms.p99).toBeGreaterThanOrEqual(p.latency_ms.p50);

@@ -62,6 +62,11 @@ function metricsText(s: ServeState): string {
       samples: pools.map(([pool, q]) => ({ labels: { pool }, value: q.workers })),
     },
     {
+      name: 'coderl_serve_workers_replaced',
+      help: 'Sandbox workers replaced since start, by pool: crashed, killed past the hard timeout, or recycled (an interpreter past its heap limit or left unrestorable); each replacement loads a fresh interpreter.',
+      samples: pools.map(([pool, q]) => ({ labels: { pool }, value: q.replaced })),
+    },
+    {
       name: 'coderl_serve_analysis_cache_hits',
       help: 'Analysis cache hits since start (the AST, lint and metrics of a completion seen before).',
       samples: [{ value: cache.hits }],

@@ -12,6 +12,8 @@ import type { RunResult } from '../sandbox/result';
 /** What the scheduler needs of SandboxPool. */
 export interface PoolLike {
   readonly size: number;
+  /** SandboxPool's counts: `replaced`, the workers replaced since start */
+  readonly stats?: { readonly replaced: number };
   run(job: RunJob): Promise<RunResult>;
 }
 
@@ -60,6 +62,11 @@ export class Scheduler {
 
   get workers(): number {
     return this.pool.size;
+  }
+
+  /** Workers the pool replaced since start (crashed, killed past the hard timeout, or recycled). */
+  get replaced(): number {
+    return this.pool.stats?.replaced ?? 0;
   }
 
   /** Seconds until the queue has room for `k` more, estimated from the mean program time (1 to 60). */

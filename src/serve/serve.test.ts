@@ -202,6 +202,7 @@ describe('GET /metrics', () => {
     expect(samples.get('coderl_serve_requests_total{endpoint="/v1/score",code="400"}')).toBeGreaterThanOrEqual(1);
     expect(samples.get('coderl_serve_verdicts_total{pool="score",verdict="passed"}')).toBeGreaterThanOrEqual(2);
     expect(samples.get('coderl_serve_queue_depth{pool="score"}')).toBe(0);
+    expect(samples.get('coderl_serve_workers_replaced{pool="score"}')).toBeGreaterThanOrEqual(0);
     expect(samples.get('coderl_serve_analysis_cache_hit_ratio')).toBeGreaterThan(0);
     const buckets = [...samples]
       .filter(([k]) => k.startsWith('coderl_serve_request_duration_seconds_bucket{endpoint="/v1/score"'))
