@@ -71,6 +71,13 @@ describe('training an imported Hugging Face model with LoRA (Chromium)', () => {
     expect(await lora.getAttribute('data-on')).toBe('true');
     await page.getByTestId('exp-lora-rank').fill('4');
     expect(await page.getByTestId('exp-lora-alpha').inputValue()).toBe('8');
+    // LoRA+: plain LoRA (1) until set; a bad ratio is named and changes nothing
+    const ratio = page.getByTestId('exp-lora-lrRatio');
+    expect(await ratio.inputValue()).toBe('1');
+    await ratio.fill('0');
+    expect(await page.getByTestId('exp-lora-lrRatio-error').textContent()).toMatch(/above 0 and at most 1000/);
+    await ratio.fill('4');
+    expect(await page.getByTestId('exp-lora-lrRatio-error').count()).toBe(0);
     const targets = page.getByTestId('exp-lora-targets').locator('input[type="checkbox"]');
     expect(await targets.count()).toBe(7);
     expect(await page.getByTestId('exp-lora-target-q_proj').isChecked()).toBe(true);
@@ -83,13 +90,13 @@ describe('training an imported Hugging Face model with LoRA (Chromium)', () => {
     );
     expect(JSON.parse(await page.getByLabel('Overrides (JSON)').inputValue())).toMatchObject({
       pretrained: qwen2Ref,
-      lora: { rank: 4, alpha: 8, targets: ['q_proj', 'v_proj'] },
+      lora: { rank: 4, alpha: 8, targets: ['q_proj', 'v_proj'], lrRatio: 4 },
       sft: { maxSteps: 0 },
       model: { dModel: 32, contextLength: 96 }, // qwen2's shape, less what the preset (quick) has already: 2 layers, 4 heads, 512 tokens
     });
     expect(JSON.parse(await page.getByLabel('Overrides (JSON)').inputValue()).model).toEqual({ dModel: 32, contextLength: 96 });
     expect(await page.getByTestId('exp-plan-model').textContent()).toMatch(
-      /^Trains the Hugging Face model qwen2\/: 2 layers, width 32, 4 heads, context 96, its own tokenizer; LoRA r4 alpha 8 on q_proj, v_proj, a fresh value head; SFT skipped, then PPO\./,
+      /^Trains the Hugging Face model qwen2\/: 2 layers, width 32, 4 heads, context 96, its own tokenizer; LoRA r4 alpha 8 on q_proj, v_proj \(LoRA\+: lora_B at 4 × the learning rate\), a fresh value head; SFT skipped, then PPO\./,
     );
     expect(await page.getByTestId('exp-estimate').count()).toBe(0);
     await expect.poll(() => page.getByTestId('exp-start').isEnabled()).toBe(true);
@@ -119,7 +126,7 @@ describe('training an imported Hugging Face model with LoRA (Chromium)', () => {
     expect(await runToEnd(page, 240_000), await runError(page)).toBe('done');
     const config = JSON.parse((await readOpfsText(page, RUN, 'config.json'))!) as { cfg: RlConfig };
     expect(config.cfg.pretrained).toEqual(qwen2Ref);
-    expect(config.cfg.lora).toEqual({ rank: 4, alpha: 8, targets: ['q_proj', 'v_proj'] });
+    expect(config.cfg.lora).toEqual({ rank: 4, alpha: 8, targets: ['q_proj', 'v_proj'], lrRatio: 4 });
     expect(config.cfg.model).toEqual({ nLayer: 2, dModel: 32, nHead: 4, contextLength: 96, vocabSize: 512 });
     // what the page set is what the worker recorded: the stored run is not "started with other settings"
     await expect.poll(() => page.getByTestId('exp-stored').getAttribute('data-finished'), { timeout: 30_000 }).toBe('true');

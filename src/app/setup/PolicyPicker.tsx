@@ -20,6 +20,7 @@ import { hfReferenceModels } from '../../store/modelsSlice';
 import { errorText } from '../../util/errors';
 import {
   loraShown,
+  type LoraField,
   memoryPlanLine,
   parseLoraField,
   policyChoice,
@@ -28,6 +29,7 @@ import {
   withLoraAlpha,
   withLoraOn,
   withLoraRank,
+  withLoraRatio,
   withLoraTarget,
   withPolicyModel,
 } from './policy';
@@ -112,7 +114,7 @@ export function PolicyPicker({ preset, overrides, cfg, onOverrides, disabled, on
   const arch = got?.arch ?? null;
   const [pending, setPending] = useState<string | null>(null);
   const [chooseError, setChooseError] = useState<string | null>(null);
-  const [drafts, setDrafts] = useState<{ rank?: Draft; alpha?: Draft }>({});
+  const [drafts, setDrafts] = useState<Partial<Record<LoraField, Draft>>>({});
   const off = disabled || overrides === null || cfg === null;
   const latest = useRef(overrides);
   latest.current = overrides;
@@ -153,20 +155,17 @@ export function PolicyPicker({ preset, overrides, cfg, onOverrides, disabled, on
         : (got.error ?? (badDraft && `LoRA: ${badDraft}`) ?? refused ?? (plan?.error ? plan.text : null));
   useEffect(() => onProblem(problem), [problem, onProblem]);
 
-  const edit = (kind: 'rank' | 'alpha', text: string): void => {
+  const edit = (kind: LoraField, text: string): void => {
     const parsed = parseLoraField(kind, text);
     setDrafts((d) => ({ ...d, [kind]: { text, error: parsed.error } }));
     if (parsed.value === null || !lora || !arch) return;
-    write(
-      kind === 'rank'
-        ? withLoraRank(overrides, preset, lora, arch, parsed.value)
-        : withLoraAlpha(overrides, preset, lora, arch, parsed.value),
-    );
+    const how = { rank: withLoraRank, alpha: withLoraAlpha, lrRatio: withLoraRatio }[kind];
+    write(how(overrides, preset, lora, arch, parsed.value));
   };
-  const blur = (kind: 'rank' | 'alpha'): void => {
+  const blur = (kind: LoraField): void => {
     if (drafts[kind] && drafts[kind].error === null) setDrafts(({ [kind]: _gone, ...rest }) => rest);
   };
-  const numberField = (kind: 'rank' | 'alpha', label: string, value: number, hint: string) => {
+  const numberField = (kind: LoraField, label: string, value: number, hint: string) => {
     const fid = `${id}-lora-${kind}`;
     const draft = drafts[kind];
     return (
@@ -252,6 +251,12 @@ export function PolicyPicker({ preset, overrides, cfg, onOverrides, disabled, on
             <div className="exp-fields">
               {numberField('rank', 'Rank', shown.rank, 'the adapters’ rank r')}
               {numberField('alpha', 'Alpha', shown.alpha, `scales the update by alpha / r; default 2 × r = ${2 * shown.rank}`)}
+              {numberField(
+                'lrRatio',
+                'B learning-rate ratio',
+                shown.lrRatio,
+                'LoRA+: lora_B learns at the learning rate × this; 1: plain LoRA',
+              )}
               <span className="exp-lora-label" id={`${id}-targets`}>
                 Target modules
               </span>

@@ -64,7 +64,7 @@ export function RunPlan({ cfg, seed }: { cfg: RlConfig | null; seed: number }) {
   const pre = cfg.pretrained;
   const stages = [pre && cfg.sft.maxSteps === 0 ? null : 'SFT', cfg.rm.enabled ? 'reward model' : null, rl];
   const how = cfg.lora
-    ? `LoRA r${cfg.lora.rank} alpha ${cfg.lora.alpha} on ${cfg.lora.targets?.join(', ') ?? "the architecture's default modules"}`
+    ? `LoRA r${cfg.lora.rank} alpha ${cfg.lora.alpha} on ${cfg.lora.targets?.join(', ') ?? "the architecture's default modules"}${cfg.lora.lrRatio !== undefined && cfg.lora.lrRatio !== 1 ? ` (LoRA+: lora_B at ${cfg.lora.lrRatio} × the learning rate)` : ''}`
     : 'full fine-tuning';
   return (
     <div className="exp-plan" data-testid="exp-plan">

@@ -9,12 +9,14 @@ import { effective } from './fields';
 import {
   LAB_POLICY,
   memoryPlanLine,
+  loraShown,
   parseLoraField,
   policyChoice,
   policyFor,
   pretrainedProblem,
   STORED_POLICY,
   withLoraAlpha,
+  withLoraRatio,
   withLoraOn,
   withLoraRank,
   withLoraTarget,
@@ -158,6 +160,20 @@ describe('the LoRA settings', () => {
     expect(parseLoraField('alpha', 'x').error).toBe('not a number: "x"');
     expect(parseLoraField('alpha', '0').error).toMatch(/above 0/);
     expect(parseLoraField('alpha', '0.5')).toEqual({ value: 0.5, error: null });
+    expect(parseLoraField('lrRatio', '16')).toEqual({ value: 16, error: null });
+    expect(parseLoraField('lrRatio', '0').error).toMatch(/above 0 and at most 1000 \(1: plain LoRA\), got 0/);
+    expect(parseLoraField('lrRatio', '5000').error).toMatch(/at most 1000/);
+  });
+
+  test('the B learning-rate ratio (LoRA+): written when not 1, left out at 1, accepted by the validator', () => {
+    const on = withLoraOn(base(), 'tiny', QWEN2, true);
+    expect(loraShown(lora(on), QWEN2).lrRatio).toBe(1);
+    const plus = withLoraRatio(on, 'tiny', lora(on), QWEN2, 16);
+    expect(plus.lora).toEqual({ rank: 8, alpha: 16, targets: ['q_proj', 'v_proj'], lrRatio: 16 });
+    expect(resolveConfig('tiny', plus).lora?.lrRatio).toBe(16);
+    // other edits keep it
+    expect(lora(withLoraRank(plus, 'tiny', lora(plus), QWEN2, 4)).lrRatio).toBe(16);
+    expect(withLoraRatio(plus, 'tiny', lora(plus), QWEN2, 1).lora).toEqual({ rank: 8, alpha: 16, targets: ['q_proj', 'v_proj'] });
   });
 });
 

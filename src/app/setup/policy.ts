@@ -133,8 +133,13 @@ export function withLoraOn(overrides: unknown, preset: string, a: DecoderArch, o
 }
 
 /** The LoRA settings as the form shows them: the config's, the targets resolved. */
-export function loraShown(lora: RunLoraConfig, a: DecoderArch): { rank: number; alpha: number; targets: string[] } {
-  return { rank: lora.rank, alpha: lora.alpha ?? 2 * lora.rank, targets: lora.targets ?? [...DEFAULT_LORA_TARGETS[a.family]] };
+export function loraShown(lora: RunLoraConfig, a: DecoderArch): { rank: number; alpha: number; targets: string[]; lrRatio: number } {
+  return {
+    rank: lora.rank,
+    alpha: lora.alpha ?? 2 * lora.rank,
+    targets: lora.targets ?? [...DEFAULT_LORA_TARGETS[a.family]],
+    lrRatio: lora.lrRatio ?? 1,
+  };
 }
 
 /** A new rank; alpha follows it (2 x rank) while it is 2 x the old rank, else it stays the user's. */
@@ -160,6 +165,18 @@ export function withLoraAlpha(
   return withOverride(overrides, preset, 'lora', { ...lora, alpha, targets: loraShown(lora, a).targets });
 }
 
+/** LoRA+'s ratio (lora_B's learning rate over lora_A's); 1, plain LoRA, leaves the field out. */
+export function withLoraRatio(
+  overrides: unknown,
+  preset: string,
+  lora: RunLoraConfig,
+  a: DecoderArch,
+  lrRatio: number,
+): Record<string, unknown> {
+  const { lrRatio: _old, ...rest } = lora;
+  return withOverride(overrides, preset, 'lora', { ...rest, ...(lrRatio === 1 ? {} : { lrRatio }), targets: loraShown(lora, a).targets });
+}
+
 /** A target module checked or not; the targets stay in the architecture's module order. */
 export function withLoraTarget(
   overrides: unknown,
@@ -176,14 +193,19 @@ export function withLoraTarget(
   return withOverride(overrides, preset, 'lora', { ...lora, targets });
 }
 
+/** The LoRA settings typed into the form. */
+export type LoraField = 'rank' | 'alpha' | 'lrRatio';
+
 /** A typed rank or alpha as a value, or why it is none (the config validator's bounds: rl/config.ts checkLora). */
-export function parseLoraField(kind: 'rank' | 'alpha', text: string): { value: number; error: null } | { value: null; error: string } {
+export function parseLoraField(kind: LoraField, text: string): { value: number; error: null } | { value: null; error: string } {
   const t = text.trim();
   const v = Number(t);
   if (t === '' || !Number.isFinite(v)) return { value: null, error: t === '' ? 'required' : `not a number: "${t}"` };
   if (kind === 'rank' && (!Number.isInteger(v) || v < 1 || v > 1024))
     return { value: null, error: `the rank must be a whole number from 1 to 1024, got ${t}` };
   if (kind === 'alpha' && (v <= 0 || v > 1e4)) return { value: null, error: `alpha must be a number above 0 and at most 10000, got ${t}` };
+  if (kind === 'lrRatio' && (v <= 0 || v > 1000))
+    return { value: null, error: `the ratio must be a number above 0 and at most 1000 (1: plain LoRA), got ${t}` };
   return { value: v, error: null };
 }
 
