@@ -10,7 +10,10 @@ seeds=("${@:-1 2 3}"); [ $# -eq 0 ] && seeds=(1 2 3)
 coderl="node bin/coderl.mjs"
 # LoRA on every linear module; lr 1e-3: with alpha = 2r and PEFT's init, a step moves W by about
 # 0.4-0.6 x what full fine-tuning's 3e-4 step does per unit lr, so ~3x the lr gives steps of the same size
-lora_set() { echo "{\"lora\":{\"rank\":$1,\"targets\":[\"c_attn\",\"c_proj\",\"c_fc\"]},\"rl\":{\"lr\":1e-3}}"; }
+# LORA_LR and LORA_RATIO (LoRA+: lora_B at LORA_LR x the ratio; 1: plain LoRA) override the
+# defaults: LORA_RATIO=4 gives the LoRA+ column of the README
+lr=${LORA_LR:-1e-3}; ratio=${LORA_RATIO:-1}
+lora_set() { echo "{\"lora\":{\"rank\":$1,\"targets\":[\"c_attn\",\"c_proj\",\"c_fc\"],\"lrRatio\":$ratio},\"rl\":{\"lr\":$lr}}"; }
 mkdir -p "$out"
 lab() { $coderl train --preset tiny --seed "$1" --out "$out/tiny-$1" --quiet > "$out/tiny-$1.log" 2>&1 &&
         $coderl export-hf --checkpoint "$out/tiny-$1/sft.ckpt" --out "$out/tiny-$1/hf" >> "$out/tiny-$1.log"; }
