@@ -11,8 +11,9 @@
  * carries a unique trailing comment, so the analysis cache never answers for it (every request
  * is linted, parsed and rewarded as a trainer's fresh sample is). The server's RSS and main-thread
  * heap are sampled over IPC (a preload, `--import data:...`, answers `process.memoryUsage()`;
- * Node 20.6+; in a soak every 15 s also after a full collection, `--expose-gc`, the heap live objects
- * hold: heapUsed alone also counts garbage V8 has not collected yet, which grows for minutes), the server's /metrics is read back after each phase, and SIGTERM must drain it to
+ * Node 20.6+; in a soak also every 15 s after a full collection, `--expose-gc`: the heap live
+ * objects hold, since heapUsed alone also counts garbage V8 has not collected yet, which grows for
+ * minutes), the server's /metrics is read back after each phase, and SIGTERM must drain it to
  * exit 0. Per phase: an untimed warm-up round (Pyodide loads), then the timed rounds.
  * --soak S keeps the N-worker server under the same load for S seconds: lost, wrong, and the RSS
  * and heap slope and first-vs-last.

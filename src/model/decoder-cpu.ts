@@ -49,7 +49,6 @@ interface CpuLora {
   dB: Float64Array[];
 }
 
-/** DecoderCpu.headState: opaque outside this file. */
 /** One tensor the optimizer updates (DecoderCpu.trainables). */
 export interface DecoderCpuTrainable {
   name: string;
@@ -61,6 +60,7 @@ export interface DecoderCpuTrainable {
   plus: boolean;
 }
 
+/** DecoderCpu.headState: opaque outside this file. */
 export interface DecoderCpuState {
   readonly lora: unknown;
   readonly valueHead: unknown;

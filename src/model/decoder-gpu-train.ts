@@ -31,7 +31,7 @@ import { allocTrainActs, decoderTrainActFloats, destroyTrainActs, trainActBuffer
 import { recordTrainBackward, recordTrainForward, type GpuAdapters, type PassIds, type TrainPassContext } from './decoder-gpu-pass';
 import type { GpuRlStepResult, GpuStepResult } from './gpu-train';
 import { peftKeys, type LoraModule } from './lora';
-import { lossTokens, NumericsError, type OptimConfig, type RlBatch, type TokenBatch } from './optim';
+import { lossTokens, NumericsError, trainableLr, type OptimConfig, type RlBatch, type TokenBatch } from './optim';
 
 /** A micro-batch for the decoder: a TokenBatch with the positions and left padding of a Hugging Face batch. */
 export interface DecoderBatch extends TokenBatch {
@@ -505,7 +505,7 @@ export class DecoderGpuTrainer {
     const common = { lr: o.lr, beta1: o.beta1, beta2: o.beta2, eps: o.eps, step: this.step, maxNorm: o.gradClip, offset: 0 };
     for (const t of this.trainables) {
       const bind = { param: t.param, grad: t.grad, m: t.m, v: t.v, norm: this.norm, status: this.status };
-      rec.dispatch(opt, bind, { ...common, lr: t.plus ? o.lr * o.loraPlusRatio : o.lr, n: t.n, weightDecay: t.decay ? o.weightDecay : 0 });
+      rec.dispatch(opt, bind, { ...common, lr: trainableLr(o, t.plus), n: t.n, weightDecay: t.decay ? o.weightDecay : 0 });
     }
   }
 

@@ -9,7 +9,7 @@ import { adamwRef } from '../kernels/adamw';
 import type { RlLossConfig } from '../kernels/ppo_loss_ref';
 import { checkRlSums, rlGradients, sftGradients, type RlStepResult, type StepResult } from './cpu-train';
 import type { DecoderCpu } from './decoder-cpu';
-import { NumericsError, type OptimConfig, type RlBatch, type TokenBatch } from './optim';
+import { NumericsError, trainableLr, type OptimConfig, type RlBatch, type TokenBatch } from './optim';
 
 export class DecoderCpuTrainer {
   /** AdamW moments by trainable name (created at a trainable's first step; a checkpoint may set them) */
@@ -57,7 +57,7 @@ export class DecoderCpuTrainer {
         this.moments.set(p.name, mv);
       }
       adamwRef(p.w, p.g, mv.m, mv.v, 0, p.w.length, {
-        lr: p.plus ? o.lr * o.loraPlusRatio : o.lr,
+        lr: trainableLr(o, p.plus),
         beta1: o.beta1,
         beta2: o.beta2,
         eps: o.eps,

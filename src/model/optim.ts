@@ -33,6 +33,11 @@ export const DEFAULT_OPTIM: OptimConfig = {
   loraPlusRatio: 1,
 };
 
+/** The learning rate of one trainable: lr, or lr x loraPlusRatio in LoRA+'s fast group (`plus`). */
+export function trainableLr(o: OptimConfig, plus: boolean): number {
+  return plus ? o.lr * o.loraPlusRatio : o.lr;
+}
+
 const RANGES: Record<keyof OptimConfig, [number, number]> = {
   lr: [0, 1],
   beta1: [0, 0.999999],
