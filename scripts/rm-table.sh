@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# The reward model on an imported trunk (issue 17's "the seed's other two stages"): for each seed,
+# the tiny preset's SFT checkpoint exported as a GPT-2 folder (made by scripts/lora-table.sh, or
+# here when missing), then the reward-model stage alone on that folder: RM_SAMPLES samples per
+# task of the imported policy, labelled by execution, Bradley-Terry on every within-task pair with
+# different outcomes, RM_STEPS steps, a held-out share of tasks whose pairs it never trains on.
+# Two reward models per seed: a value head with LoRA r8 on the frozen trunk, and the whole trunk
+# fine-tuned. No RL (rl.iterations 0). Prints each run's held-out and train pairwise accuracy.
+# Usage: scripts/rm-table.sh OUT [SEEDS...] (default seeds 1 2 3); RM_SAMPLES (8), RM_STEPS (200),
+# RM_HELDOUT (0.3), RM_LR (1e-3) override.
+set -euo pipefail
+out=${1:-runs/rm-table}; shift || true
+seeds=("$@"); [ $# -eq 0 ] && seeds=(1 2 3)
+coderl="node bin/coderl.mjs"
+rm_set() {
+  echo "{\"rm\":{\"enabled\":true,\"samplesPerTask\":${RM_SAMPLES:-8},\"steps\":${RM_STEPS:-200},\"heldoutShare\":${RM_HELDOUT:-0.3},\"lr\":${RM_LR:-1e-3}},\"rl\":{\"iterations\":0}$1}"
+}
+mkdir -p "$out"
+lab() { $coderl train --preset tiny --seed "$1" --out "$out/tiny-$1" --set '{"rl":{"iterations":0}}' --quiet > "$out/tiny-$1.log" 2>&1 &&
+        $coderl export-hf --checkpoint "$out/tiny-$1/sft.ckpt" --out "$out/tiny-$1/hf" >> "$out/tiny-$1.log"; }
+rmrun() { $coderl train --preset tiny --seed "$1" --out "$out/rm-$2-$1" --model "$out/tiny-$1/hf" --set "$(rm_set "$3")" --quiet > "$out/rm-$2-$1.log" 2>&1; }
+for s in "${seeds[@]}"; do [ -f "$out/tiny-$s/hf/config.json" ] || lab "$s" & done; wait
+pids=()
+for s in "${seeds[@]}"; do for v in lora full; do
+  if [ $v = lora ]; then extra=',"lora":{"rank":8,"targets":["c_attn","c_proj","c_fc"]}'; else extra=''; fi
+  rmrun "$s" "$v" "$extra" & pids+=($!)
+  if [ ${#pids[@]} -ge 2 ]; then wait "${pids[0]}"; pids=("${pids[@]:1}"); fi
+done; done
+wait
+for f in "$out"/rm-*/rm.json; do
+  node -e 'const j=require(process.argv[1]); const p=(x)=>(100*x).toFixed(1)+"%";
+    console.log(process.argv[1].split("/").slice(-2)[0].padEnd(12), "held-out", p(j.heldoutAccuracy), "of", j.heldoutPairs, "pairs; train", p(j.trainAccuracy), "of", j.trainPairs)' "$PWD/$f"
+done
