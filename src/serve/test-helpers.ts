@@ -73,8 +73,30 @@ export async function referenceRecords(
   return JSON.parse(JSON.stringify(records)) as ScoreRecord[];
 }
 
-/** A record without its timings (duration_ms), for comparing two runs of one program. */
+/**
+ * How a timeout was caught: Python's harness interrupts the run at its limit, and the pool kills a
+ * worker that has not answered by the limit plus a grace time. Which one answers depends on how
+ * loaded the machine is (stop 26's CI: the server's kill against the reference's interrupt, two
+ * test files at once), so two runs of one endless loop agree on the verdict, not on these words.
+ */
+const TIMEOUT_MESSAGES = [
+  /^(timeout: )?the run exceeded its time limit \(interrupted\)$/,
+  /^the run exceeded \d+ ms \(worker terminated\)$/,
+];
+const timeoutWords = (m: string | undefined): string | undefined =>
+  m !== undefined && TIMEOUT_MESSAGES.some((re) => re.test(m)) ? '(a timeout, interrupted or terminated)' : m;
+
+/**
+ * A record without what depends on the machine's speed, for comparing two runs of one program:
+ * its timings (duration_ms), and a timeout's message (either of TIMEOUT_MESSAGES) on the record
+ * and on its timed-out tests. Any other message is kept as it is.
+ */
 export function untimed(r: ScoreRecord): Omit<ScoreRecord, 'duration_ms'> {
   const { duration_ms: _, ...rest } = r;
-  return rest;
+  if (rest.verdict !== 'timeout') return rest;
+  return {
+    ...rest,
+    message: timeoutWords(rest.message),
+    tests: rest.tests.map((t) => (t.status === 'timeout' ? { ...t, message: timeoutWords(t.message) } : t)),
+  };
 }
