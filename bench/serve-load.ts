@@ -134,7 +134,20 @@ export interface SoakResult extends Tally {
      */
     retained_heap_mib: { samples: number; first: number; last: number; peak: number; first_tenth: number; last_tenth: number };
     retained_heap_slope_mib_per_min: number;
+    /**
+     * Every 15 s, with the heap after a full collection: seconds into the soak, RSS, that heap and
+     * the workers replaced so far (coderl_serve_workers_replaced): a step in RSS that comes with a
+     * replacement is a fresh interpreter's memory, one without is something else.
+     */
+    series: SoakPoint[];
   };
+}
+
+export interface SoakPoint {
+  t_s: number;
+  rss_mib: number;
+  retained_heap_mib: number;
+  replaced: number;
 }
 
 export interface ServeBenchResult {
@@ -647,8 +660,19 @@ async function soakRun(
   const rounds = Math.max(1, Math.ceil(o.connections / requests.length));
   const t0 = performance.now();
   let lastSay = t0;
+  const series: SoakPoint[] = [];
+  let pointed: MemorySample | undefined;
+  const point = async () => {
+    const g = mem.retained.at(-1);
+    const s = mem.samples.at(-1);
+    if (!g || !s || g === pointed) return;
+    pointed = g;
+    const replaced = metricSum(await server.metrics(), 'coderl_serve_workers_replaced', { pool: 'score' });
+    series.push({ t_s: Math.round((g.t - t0) / 1000), rss_mib: r1(s.rss / MIB), retained_heap_mib: r1(g.heap / MIB), replaced });
+  };
   while ((performance.now() - t0) / 1000 < o.soakS) {
     addTally(tally, (await drive(server, requests, rounds, o.connections)).tally);
+    await point();
     if (performance.now() - lastSay > 30_000) {
       lastSay = performance.now();
       const s = mem.samples.at(-1);
@@ -659,6 +683,7 @@ async function soakRun(
   }
   const seconds = (performance.now() - t0) / 1000;
   await mem.stop();
+  await point();
   addTally(total, tally);
   const s = mem.samples;
   const g = mem.retained;
@@ -682,6 +707,7 @@ async function soakRun(
         last_tenth: tenth(g, true, 'heap'),
       },
       retained_heap_slope_mib_per_min: slope(g, 'heap'),
+      series,
     },
   };
 }
@@ -745,6 +771,7 @@ export function formatServeBench(r: ServeBenchResult): string {
       `soak (${k.workers} workers, ${k.seconds} s): ${k.requests} requests, ${k.requests_per_s} req/s, lost ${k.lost}, wrong ${k.wrong}, hostile passed ${k.hostile_passes}`,
       `  RSS ${mem.rss_mib.first} -> ${mem.rss_mib.last} MiB (peak ${mem.rss_mib.peak}; first tenth ${mem.rss_first_tenth_mib}, last tenth ${mem.rss_last_tenth_mib}; slope ${mem.rss_slope_mib_per_min} MiB/min), heap ${mem.heap_mib.first} -> ${mem.heap_mib.last} MiB (first tenth ${mem.heap_first_tenth_mib}, last tenth ${mem.heap_last_tenth_mib}; slope ${mem.heap_slope_mib_per_min} MiB/min), external ${mem.external_mib.first} -> ${mem.external_mib.last} MiB`,
       `  heap after a full collection (${mem.retained_heap_mib.samples} samples, every ${RETAINED_EVERY_MS / 1000} s): ${mem.retained_heap_mib.first} -> ${mem.retained_heap_mib.last} MiB (first tenth ${mem.retained_heap_mib.first_tenth}, last tenth ${mem.retained_heap_mib.last_tenth}; slope ${mem.retained_heap_slope_mib_per_min} MiB/min)`,
+      `  every ${RETAINED_EVERY_MS / 1000} s (s: RSS MiB, workers replaced so far): ${mem.series.map((p) => `${p.t_s}: ${p.rss_mib}, ${p.replaced}`).join('; ')}`,
     );
   }
   const examples = [...r.phases.flatMap((p) => p.wrong_examples), ...(r.soak?.wrong_examples ?? [])];

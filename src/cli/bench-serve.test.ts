@@ -176,12 +176,24 @@ describe('coderl bench serve', () => {
     expect(k.memory.retained_heap_mib.samples).toBeGreaterThanOrEqual(1);
     expect(k.memory.retained_heap_mib.first).toBeGreaterThan(0);
     expect(Number.isFinite(k.memory.retained_heap_slope_mib_per_min)).toBe(true);
+    // the 15 s series: a point for each collected sample, the replacements counted so far never falling
+    const series = k.memory.series;
+    expect(series.length).toBeGreaterThanOrEqual(1);
+    expect(series.length).toBeLessThanOrEqual(k.memory.retained_heap_mib.samples);
+    series.forEach((p, i) => {
+      expect(p.t_s).toBeGreaterThanOrEqual(0);
+      expect(p.rss_mib).toBeGreaterThan(0);
+      expect(p.retained_heap_mib).toBeGreaterThan(0);
+      expect(Number.isInteger(p.replaced) && p.replaced >= (series[i - 1]?.replaced ?? 0)).toBe(true);
+    });
+    expect(series.at(-1)!.replaced).toBeLessThanOrEqual(many!.workers_replaced);
     expect(r.correct).toBe(true);
     expect(code).toBe(0);
     const table = formatServeBench(r);
     expect(table).toMatch(/^workers +requests +req\/s/m);
     expect(table).toMatch(new RegExp(`^ +${n} +23 `, 'm'));
     expect(table).toMatch(/^soak \(\d+ workers, \d+ s\): \d+ requests/m);
+    expect(table).toMatch(/^ {2}every 15 s \(s: RSS MiB, workers replaced so far\): \d+: [\d.]+, \d+/m);
     expect(table).toContain('every answer right, nothing lost, every server drained');
   }, 300_000);
 });
