@@ -76,7 +76,7 @@ export async function referenceRecords(
 /**
  * How a timeout was caught: Python's harness interrupts the run at its limit, and the pool kills a
  * worker that has not answered by the limit plus a grace time. Which one answers depends on how
- * loaded the machine is (stop 26's CI: the server's kill against the reference's interrupt, two
+ * loaded the machine is (a clean-clone CI run here: the server's kill against the reference's interrupt, two
  * test files at once), so two runs of one endless loop agree on the verdict, not on these words.
  */
 const TIMEOUT_MESSAGES = [
