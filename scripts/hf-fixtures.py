@@ -753,7 +753,9 @@ def gpt2_forward(W, cfg, input_ids, position_ids, attention_mask=None, past=None
         x = with_lora(conv1d(m, W[p + 'mlp.c_proj.weight'], W[p + 'mlp.c_proj.bias']), lora, p + 'mlp.c_proj', m)
         h = residual + x
     h = F.layer_norm(h, (d,), W['ln_f.weight'], W['ln_f.bias'], eps)
-    return F.linear(h, W['wte.weight']), presents  # lm_head tied to wte
+    # lm_head tied to wte, unless the weights carry their own (a merged lm_head adapter unties them)
+    lm = W['lm_head.weight'] if 'lm_head.weight' in W else W['wte.weight']
+    return with_lora(F.linear(h, lm), lora, 'lm_head', h), presents
 
 
 def rms_norm(x, weight, eps):
@@ -866,7 +868,7 @@ def llama_forward(W, cfg, input_ids, position_ids, attention_mask=None, past=Non
         h = residual + x
     h = rms_norm(h, W['model.norm.weight'], eps)
     lm = W['lm_head.weight'] if 'lm_head.weight' in W else W['model.embed_tokens.weight']
-    return F.linear(h, lm), presents
+    return with_lora(F.linear(h, lm), lora, 'lm_head', h), presents
 
 
 # --------------------------------------------------------------------------------------------
@@ -1053,8 +1055,9 @@ PEFT_VERSION = '0.20.1.dev0@' + PEFT_COMMIT
 LORA_R, LORA_ALPHA = 2, 4
 # target_modules per fixture: PEFT's defaults (utils/constants.py
 # TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING: gpt2 c_attn, llama/qwen2 q_proj v_proj), plus
-# down_proj (an MLP module, 88 -> 48) on llama; qwen2's q_proj and v_proj have biases
-LORA_TARGETS = {'gpt2': ['c_attn'], 'llama': ['down_proj', 'q_proj', 'v_proj'], 'qwen2': ['q_proj', 'v_proj']}
+# down_proj (an MLP module, 88 -> 48) on llama; qwen2's q_proj and v_proj have biases; lm_head (the
+# output layer, an nn.Linear in every family) on gpt2, whose head is tied to wte, and on qwen2, whose is not
+LORA_TARGETS = {'gpt2': ['c_attn', 'lm_head'], 'llama': ['down_proj', 'q_proj', 'v_proj'], 'qwen2': ['lm_head', 'q_proj', 'v_proj']}
 LOSS_SKIP = (0, 4)  # one more (row, position) left out of the loss, besides the padding and the last position
 FD_STEP = 1e-5
 FD_PER_TENSOR = 2
@@ -1101,11 +1104,12 @@ def lora_modules(name, ctx):
     """The targeted modules, in the checkpoint's (name) order: module path in the checkpoint's naming, transformers' module
     path (GPT2LMHeadModel's modules live under `transformer.`, its checkpoint names do not), in/out features."""
     out = []
-    for k, w in ctx['W'].items():
+    W = ctx['W']
+    for k, w in W.items():
         if not k.endswith('.weight'):
             continue
         module = k[: -len('.weight')]
-        if module.split('.')[-1] not in LORA_TARGETS[name]:
+        if module.split('.')[-1] not in LORA_TARGETS[name] or module == 'lm_head':
             continue
         # PEFT's _get_in_out_features: nn.Linear weight is (out, in); Conv1D weight is (in, out)
         fin, fout = (w.shape[0], w.shape[1]) if ctx['conv1d'] else (w.shape[1], w.shape[0])
@@ -1118,6 +1122,21 @@ def lora_modules(name, ctx):
             'lora_B': 'base_model.model.%s.lora_B.weight' % path,
             'in_features': fin,
             'out_features': fout,
+        })
+    if 'lm_head' in LORA_TARGETS[name]:
+        # the causal-LM classes' lm_head is top level (not under `transformer.`) and an nn.Linear (out, in) even
+        # in GPT-2, so PEFT turns fan_in_fan_out off for it; tied, its weight is the embedding's ('base')
+        emb = 'wte.weight' if 'wte.weight' in W else 'model.embed_tokens.weight'
+        base = 'lm_head.weight' if 'lm_head.weight' in W else emb
+        out.append({
+            'module': 'lm_head',
+            'hf_module': 'lm_head',
+            'weight': 'lm_head.weight',
+            'base': base,
+            'lora_A': 'base_model.model.lm_head.lora_A.weight',
+            'lora_B': 'base_model.model.lm_head.lora_B.weight',
+            'in_features': W[base].shape[1],
+            'out_features': W[base].shape[0],
         })
     assert out
     return out
@@ -1139,13 +1158,15 @@ def lora_dict(mods, ab):
 
 
 def merged_weights(W, mods, ab, conv1d):
-    """lora.Linear.merge: weight += get_delta_weight = transpose(B @ A, fan_in_fan_out) * scaling."""
+    """lora.Linear.merge: weight += get_delta_weight = transpose(B @ A, fan_in_fan_out) * scaling. A tied lm_head
+    is merged into a weight of its own (lm_head.weight, the embedding left as it was): merging into the shared
+    tensor would change the embedding lookup too, which the adapted model does not."""
     Wm = dict(W)
     scaling = LORA_ALPHA / LORA_R
     for m in mods:
         delta = ab[m['lora_B']] @ ab[m['lora_A']]
-        delta = (delta.T if conv1d else delta) * scaling
-        Wm[m['weight']] = W[m['weight']] + delta
+        delta = (delta.T if conv1d and m['module'] != 'lm_head' else delta) * scaling
+        Wm[m['weight']] = W[m.get('base', m['weight'])] + delta
     return Wm
 
 

@@ -84,7 +84,7 @@ export async function openHfPolicy(cmd: string, options: Options, backend: Backe
   let model = await loadModelOption(cmd, options.model);
   const adapter = await adapterOption(cmd, options.adapter, model);
   if (adapter) {
-    model = { ...model, weights: mergeLora(model.weights, adapter.adapter) };
+    model = { ...model, ...mergeLora(model.arch, model.weights, adapter.adapter) };
     if (!quiet)
       io.err(
         `coderl ${cmd}: ${options.adapter}: LoRA r${adapter.adapter.config.rank} on ${adapter.adapter.modules.length} modules, merged into the weights`,

@@ -114,7 +114,7 @@ async function importedPolicy(run: OpenedRun, modelDir: string | undefined): Pro
     throw new ExportError(errorText(e));
   }
   const model = hfFolderFiles({
-    arch: m.arch,
+    arch: c.arch,
     weights: c.weights,
     tokenizerJson: m.tokenizer.tokenizerJson,
     tokenizerConfig: m.tokenizer.tokenizerConfig,

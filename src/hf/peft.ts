@@ -5,7 +5,8 @@
  * (plain LoRA: no DoRA, rsLoRA, per-module rank or alpha patterns, bias training, extra saved
  * modules) and every tensor against the base model's modules, naming the file and the field or
  * tensor. Writing gives PEFT's field set, sorted keys and 2-space indent as PEFT writes them.
- * Merging adds (alpha / r) B A into the base weights, for an HF folder of the merged model.
+ * Merging adds (alpha / r) B A into the base weights, for an HF folder of the merged model (a
+ * tied lm_head's adapter unties the head).
  */
 import type { DecoderArch } from '../model/arch';
 import { loraModules, loraScaling, peftKeys, type LoraConfig, type LoraModule } from '../model/lora';
@@ -149,16 +150,28 @@ export function loraAdapterFiles(adapter: LoraAdapter, baseModel: string, arch: 
   ]);
 }
 
-/** The base weights with the adapter merged in: W[r0:r1] += (alpha / r) B A (copies; the base is not changed). */
-export function mergeLora(weights: ReadonlyMap<string, Float32Array>, adapter: LoraAdapter): Map<string, Float32Array> {
+/**
+ * The base model with the adapter merged in: W[r0:r1] += (alpha / r) B A (copies; the base is not
+ * changed). An lm_head adapter on a model with tied embeddings is merged into a head of its own
+ * and the returned architecture is untied: merged into the shared tensor it would change the
+ * embedding lookup too, which the adapted model does not (PEFT's merge on a tied lm_head does).
+ */
+export function mergeLora(
+  arch: DecoderArch,
+  weights: ReadonlyMap<string, Float32Array>,
+  adapter: LoraAdapter,
+): { arch: DecoderArch; weights: Map<string, Float32Array> } {
   const out = new Map(weights);
+  const untie = arch.tiedEmbeddings && adapter.modules.some((m) => m.path === 'lm_head');
+  if (untie) out.set('head', Float32Array.from(weights.get('embed')!));
   const s = loraScaling(adapter.config);
   const r = adapter.config.rank;
   adapter.modules.forEach((m, i) => {
-    const base = out.get(m.engine);
-    if (!base) throw new Error(`mergeLora: no engine tensor ${m.engine}`);
-    const w = base === weights.get(m.engine) ? Float32Array.from(base) : base; // copy once per tensor
-    out.set(m.engine, w);
+    const engine = untie && m.path === 'lm_head' ? 'head' : m.engine;
+    const base = out.get(engine);
+    if (!base) throw new Error(`mergeLora: no engine tensor ${engine}`);
+    const w = base === weights.get(engine) ? Float32Array.from(base) : base; // copy once per tensor
+    out.set(engine, w);
     const K = m.inFeatures;
     const [r0, r1] = m.rows;
     const A = adapter.A[i]!;
@@ -170,5 +183,5 @@ export function mergeLora(weights: ReadonlyMap<string, Float32Array>, adapter: L
         w[o * K + k]! += s * sum;
       }
   });
-  return out;
+  return { arch: untie ? { ...arch, tiedEmbeddings: false } : arch, weights: out };
 }

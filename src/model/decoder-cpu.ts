@@ -20,7 +20,7 @@ import { ropeRef } from '../kernels/rope';
 import { swigluBackwardRef, swigluForwardRef } from '../kernels/swiglu';
 import { archDims, decoderTensors, layerTensor, type DecoderArch } from './arch';
 import { checkInput, defaultPositions, type ForwardInput } from './cpu';
-import { peftKeys, type LoraModule } from './lora';
+import { headTensor, peftKeys, type LoraModule } from './lora';
 import { gaussian, Rng } from '../util/random';
 
 /** Per-layer key and value caches, (B, NKV, Tmax, HS) each (kernels/attention_gqa.ts). */
@@ -243,7 +243,7 @@ export class DecoderCpu {
     const rstdf = new Float64Array(rows);
     this.norm(hf, meanf, rstdf, final, 'normf', rows);
     const logits = new Float64Array(rows * V);
-    matmulForwardRef(logits, hf, this.w(a.tiedEmbeddings ? 'embed' : 'head'), null, rows, C, V);
+    matmulForwardRef(logits, hf, lw(headTensor(a)), null, rows, C, V); // lm_head's adapter merged in (the lookup above read the base)
     if (train)
       this.saved = {
         tokens: Array.from(input.tokens),
@@ -449,7 +449,7 @@ export class DecoderCpu {
    */
   private linearBackward(
     dinp: Float64Array,
-    dout: Float64Array,
+    dout: ArrayLike<number>,
     inp: Float64Array,
     N: number,
     K: number,
@@ -518,10 +518,9 @@ export class DecoderCpu {
     const { B, T } = sv;
     const BT = B * T;
     if (dlogits.length !== BT * V) throw new Error(`DecoderCpu.backward: dlogits has ${dlogits.length} values, expected BT*V = ${BT * V}`);
-    const head = a.tiedEmbeddings ? 'embed' : 'head';
-    // logits = hf . head^T
+    // logits = hf . head^T (lm_head's adapter, when there is one, in the merged weight)
     const dhf = new Float64Array(BT * C);
-    matmulBackwardRef(dhf, this.lora ? null : this.g(head), null, dlogits, sv.hf, this.w(head), BT, C, V);
+    this.linearBackward(dhf, dlogits, sv.hf, BT, C, V, headTensor(a), null, sv.merged);
     // values = hf . value.w^T + value.b (the value head trains in every mode)
     if (dvalues) {
       if (!this.valueHead) throw new Error('DecoderCpu.backward: dvalues given but the model has no value head (addValueHead)');

@@ -26,7 +26,7 @@ import { swigluBackward, swigluForward } from '../kernels/swiglu';
 import { archDims, layerTensor } from './arch';
 import type { DecoderGpu } from './decoder-gpu';
 import type { DecoderTrainActs } from './decoder-gpu-acts';
-import type { LoraModule } from './lora';
+import { headTensor, type LoraModule } from './lora';
 
 /** LoRA adapters on the GPU: A (r, in), B (out, r) per module (lora.ts), their gradients alike. */
 export interface GpuAdapters {
@@ -242,6 +242,11 @@ export async function recordTrainForward(rt: GpuRuntime, rec: Recorder, ctx: Tra
   // logits (BT, V) = hf . head^T, one column block [v0, v0 + rows) per chunk
   for (const c of m.headTable)
     await recordMatmulForward(rt, rec, { out: s.logits, inp: s.hf, weight: c.buffer }, { M: BT, K: C, N: c.rows, ldo: V, col0: c.v0 });
+  // lm_head's adapter adds to every column (lora.ts: its engine tensor is the head's, or the tied embedding's)
+  for (const { i, m: mod } of adaptersOn(ctx, headTensor(a))) {
+    const l = ctx.lora!;
+    await recordLoraForward(rt, rec, { out: s.logits, inp: s.hf, A: l.A[i]!, B: l.B[i]!, xa: s.xa[i]! }, loraProblem(ctx, mod, BT, C, V));
+  }
   // values (BT) = hf . value.w^T + value.b
   const vh = ctx.valueHead;
   if (vh) await recordMatmulForward(rt, rec, { out: s.values, inp: s.hf, weight: vh.w, bias: vh.b }, { M: BT, K: C, N: 1 });
@@ -279,6 +284,15 @@ export async function recordTrainBackward(
   for (const [i, c] of m.headTable.entries()) {
     const b = { dinp: s.dh, dweight: dhead?.[i] ?? null, dout: s.dlogits, inp: s.hf, weight: c.buffer };
     await recordMatmulBackward(rt, rec, b, { M: BT, K: C, N: c.rows, ldo: V, col0: c.v0 });
+  }
+  for (const { i, m: mod } of adaptersOn(ctx, headTensor(a))) {
+    const l = ctx.lora!;
+    await recordLoraBackward(
+      rt,
+      rec,
+      { dinp: s.dh, dA: l.dA[i]!, dB: l.dB[i]!, dout: s.dlogits, inp: s.hf, A: l.A[i]!, B: l.B[i]!, xa: s.xa[i]!, dxa: s.dxa },
+      loraProblem(ctx, mod, BT, C, V),
+    );
   }
   // values = hf . value.w^T + value.b (the value head trains in every mode)
   const vh = ctx.valueHead;

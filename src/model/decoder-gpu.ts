@@ -32,6 +32,7 @@ import { swigluForward } from '../kernels/swiglu';
 import { archDims, decoderTensors, layerTensor, type DecoderArch } from './arch';
 import { checkInput, defaultPositions, type ForwardInput } from './cpu';
 import type { GpuDecoder, StepBuffers } from './generate';
+import { headTensor } from './lora';
 
 /** Per-layer key and value caches, (B, NKV, Tmax, HS) each. */
 export interface DecoderGpuCache {
@@ -355,6 +356,7 @@ export class DecoderGpu implements GpuDecoder<DecoderGpuCache, DecoderStep> {
     for (const c of this.head) {
       await recordMatmulForward(rt, rec, { out: s.logits, inp: s.hf, weight: c.buffer }, { M: rows, K: C, N: c.rows, ldo: V, col0: c.v0 });
     }
+    await hook?.(rec, headTensor(a), s.logits, s.hf, rows); // lm_head's adapter (lora.ts)
   }
 
   /** Writes a forward's inputs into the step buffers (the CPU model's checks first: same errors). */

@@ -29,6 +29,14 @@ describe('LoRA modules', () => {
     expect(m.get('model.layers.0.mlp.down_proj')).toMatchObject({ engine: 'layers.0.down.w', rows: [0, 48], inFeatures: 88 });
   });
 
+  test("lm_head is the output layer: the head's tensor, or with tied embeddings the embedding read as the head", () => {
+    expect(linearModules(llama).at(-1)).toEqual({ path: 'lm_head', engine: 'head', rows: [0, 100], inFeatures: 48, outFeatures: 100 });
+    const tied = loraModules(gpt2, { rank: 2, alpha: 4, targets: ['lm_head'] });
+    expect(tied).toEqual([{ path: 'lm_head', engine: 'embed', rows: [0, 50], inFeatures: 32, outFeatures: 50 }]);
+    // not under transformer.: GPT2LMHeadModel.lm_head is top level
+    expect(peftKeys(tied[0]!).A).toBe('base_model.model.lm_head.lora_A.weight');
+  });
+
   test("PEFT's list matching: the last name part (GPT-2's c_proj is both attention's and the MLP's), or the whole path", () => {
     expect(loraModules(gpt2, { rank: 4, alpha: 8, targets: ['c_proj'] }).map((x) => x.path)).toEqual([
       'transformer.h.0.attn.c_proj',
@@ -56,7 +64,7 @@ describe('LoRA modules', () => {
     );
     expect(() => loraModules(llama, { rank: 4, alpha: -1, targets: ['q_proj'] })).toThrow(/lora\.alpha: must be a positive number/);
     expect(() => loraModules(llama, { rank: 4, alpha: 8, targets: ['c_attn'] })).toThrow(
-      /lora\.targets: "c_attn" names no linear module of LlamaForCausalLM \(its modules: q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj\)/,
+      /lora\.targets: "c_attn" names no linear module of LlamaForCausalLM \(its modules: q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj, lm_head\)/,
     );
     expect(() => loraModules(llama, { rank: 4, alpha: 8, targets: [] })).toThrow(/lora\.targets: give at least one module name/);
   });

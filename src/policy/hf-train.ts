@@ -455,7 +455,14 @@ export function hfCheckpointWeights(
   model: HfModel,
   bytes: Uint8Array,
   file: string,
-): { lora: LoraConfig | null; adapter: LoraAdapter | null; weights: Map<string, Float32Array>; meta: Record<string, unknown> } {
+): {
+  lora: LoraConfig | null;
+  adapter: LoraAdapter | null;
+  /** the model's architecture, untied where a merged lm_head adapter unties it (peft.ts mergeLora) */
+  arch: DecoderArch;
+  weights: Map<string, Float32Array>;
+  meta: Record<string, unknown>;
+} {
   const a = model.arch;
   const { file: f, metadata: md } = openHfCheckpoint(a, bytes, file, model.folder);
   const lora = JSON.parse(md['lora'] ?? 'null') as LoraConfig | null;
@@ -476,7 +483,7 @@ export function hfCheckpointWeights(
           t.shape.reduce((x, y) => x * y, 1),
         ),
       );
-    return { lora: null, adapter: null, weights, meta };
+    return { lora: null, adapter: null, arch: a, weights, meta };
   }
   const modules = loraModules(a, lora, `${file} (lora)`);
   const adapter: LoraAdapter = {
@@ -485,7 +492,7 @@ export function hfCheckpointWeights(
     A: modules.map((m) => tensor(peftKeys(m).A, lora.rank * m.inFeatures)),
     B: modules.map((m) => tensor(peftKeys(m).B, m.outFeatures * lora.rank)),
   };
-  return { lora, adapter, weights: mergeLora(model.weights, adapter), meta };
+  return { lora, adapter, ...mergeLora(a, model.weights, adapter), meta };
 }
 
 /**

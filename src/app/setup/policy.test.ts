@@ -141,8 +141,8 @@ describe('the LoRA settings', () => {
   });
 
   test("targets are the architecture's linear modules, kept in its order", () => {
-    expect(loraTargetNames(GPT2)).toEqual(['c_attn', 'c_proj', 'c_fc']);
-    expect(loraTargetNames(QWEN2)).toEqual(['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj']);
+    expect(loraTargetNames(GPT2)).toEqual(['c_attn', 'c_proj', 'c_fc', 'lm_head']);
+    expect(loraTargetNames(QWEN2)).toEqual(['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj', 'lm_head']);
     expect(loraTargetNames(fixtureArch('llama'))).toEqual(loraTargetNames(QWEN2));
     let o = withLoraOn(base(), 'tiny', QWEN2, true);
     o = withLoraTarget(o, 'tiny', lora(o), QWEN2, 'down_proj', true);

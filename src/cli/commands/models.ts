@@ -205,7 +205,7 @@ export const exportHfCommand: Command = {
         c.adapter && options.merge !== true
           ? loraAdapterFiles(c.adapter, hfReferenceName(m.folder).replace(/\/$/, ''), m.arch)
           : hfFolderFiles({
-              arch: m.arch,
+              arch: c.arch,
               weights: c.weights,
               tokenizerJson: m.tokenizer.tokenizerJson,
               tokenizerConfig: m.tokenizer.tokenizerConfig,
