@@ -8,6 +8,7 @@ set -euo pipefail
 out=${1:-runs/lora-table}; shift || true
 seeds=("${@:-1 2 3}"); [ $# -eq 0 ] && seeds=(1 2 3)
 coderl="node bin/coderl.mjs"
+. "$(dirname "$0")/lib/tiny-hf.sh"
 # LoRA on every linear module; lr 1e-3: with alpha = 2r and PEFT's init, a step moves W by about
 # 0.4-0.6 x what full fine-tuning's 3e-4 step does per unit lr, so ~3x the lr gives steps of the same size
 # LORA_LR and LORA_RATIO (LoRA+: lora_B at LORA_LR x the ratio; 1: plain LoRA) override the
@@ -19,10 +20,8 @@ read -r -a ranks <<< "${LORA_RANKS:-8 16}"
 targets=$(echo "${LORA_TARGETS:-c_attn,c_proj,c_fc}" | sed 's/[^,][^,]*/"&"/g')
 lora_set() { echo "{\"lora\":{\"rank\":$1,\"targets\":[$targets],\"lrRatio\":$ratio},\"rl\":{\"lr\":$lr}}"; }
 mkdir -p "$out"
-lab() { $coderl train --preset tiny --seed "$1" --out "$out/tiny-$1" --quiet > "$out/tiny-$1.log" 2>&1 &&
-        $coderl export-hf --checkpoint "$out/tiny-$1/sft.ckpt" --out "$out/tiny-$1/hf" >> "$out/tiny-$1.log"; }
 lora() { $coderl train --preset tiny --seed "$1" --out "$out/lora$2-$1" --model "$out/tiny-$1/hf" --set "$(lora_set "$2")" --quiet > "$out/lora$2-$1.log" 2>&1; }
-for s in "${seeds[@]}"; do [ -f "$out/tiny-$s/hf/config.json" ] || lab "$s" & done; wait
+for s in "${seeds[@]}"; do tiny_hf "$out" "$s" & done; wait
 pids=()
 for s in "${seeds[@]}"; do for r in "${ranks[@]}"; do
   lora "$s" "$r" & pids+=($!)

@@ -12,14 +12,13 @@ set -euo pipefail
 out=${1:-runs/rm-table}; shift || true
 seeds=("$@"); [ $# -eq 0 ] && seeds=(1 2 3)
 coderl="node bin/coderl.mjs"
+. "$(dirname "$0")/lib/tiny-hf.sh"
 rm_set() {
   echo "{\"rm\":{\"enabled\":true,\"samplesPerTask\":${RM_SAMPLES:-8},\"steps\":${RM_STEPS:-200},\"heldoutShare\":${RM_HELDOUT:-0.3},\"lr\":${RM_LR:-1e-3}},\"rl\":{\"iterations\":0}$1}"
 }
 mkdir -p "$out"
-lab() { $coderl train --preset tiny --seed "$1" --out "$out/tiny-$1" --set '{"rl":{"iterations":0}}' --quiet > "$out/tiny-$1.log" 2>&1 &&
-        $coderl export-hf --checkpoint "$out/tiny-$1/sft.ckpt" --out "$out/tiny-$1/hf" >> "$out/tiny-$1.log"; }
 rmrun() { $coderl train --preset tiny --seed "$1" --out "$out/rm-$2-$1" --model "$out/tiny-$1/hf" --set "$(rm_set "$3")" --quiet > "$out/rm-$2-$1.log" 2>&1; }
-for s in "${seeds[@]}"; do [ -f "$out/tiny-$s/hf/config.json" ] || lab "$s" & done; wait
+for s in "${seeds[@]}"; do tiny_hf "$out" "$s" '{"rl":{"iterations":0}}' & done; wait
 pids=()
 for s in "${seeds[@]}"; do for v in lora full; do
   if [ $v = lora ]; then extra=',"lora":{"rank":8,"targets":["c_attn","c_proj","c_fc"]}'; else extra=''; fi
