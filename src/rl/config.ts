@@ -34,6 +34,14 @@ export interface RewardModelConfig {
   lr: number;
   /** share of tasks whose pairs are held out to measure pairwise accuracy */
   heldoutShare: number;
+  /**
+   * share of the training tasks whose pairs validate instead of training (0: off): every
+   * `evalEvery` steps their pairwise accuracy is measured and the model of the best step is kept
+   * (early stopping)
+   */
+  valShare: number;
+  /** steps between validations (with valShare > 0) */
+  evalEvery: number;
   /** weight of the reward-model score in the PPO reward */
   weight: number;
 }
@@ -178,6 +186,8 @@ const REWARD_MODEL: RewardModelConfig = {
   batch: 16,
   lr: 1e-3,
   heldoutShare: 0.2,
+  valShare: 0,
+  evalEvery: 25,
   weight: 0.1,
 };
 
@@ -337,6 +347,8 @@ const SCHEMA = {
     batch: int(1, 4096),
     lr: num(0, 1),
     heldoutShare: num(0.01, 0.9),
+    valShare: num(0, 0.9),
+    evalEvery: int(1, 1e6),
     weight: num(0, 100),
   },
   rl: {

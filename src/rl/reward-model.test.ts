@@ -67,6 +67,39 @@ describe('reward model', () => {
     expect(Number.isFinite(r.scoreStd) && r.scoreStd > 0).toBe(true);
   }, 120_000);
 
+  test('early stopping: validation tasks apart from the held-out ones, the best step kept and scored with its own parameters', async () => {
+    const cfg = { ...resolveConfig('tiny').rm, steps: 30, batch: 8, lr: 3e-2, heldoutShare: 0.3, valShare: 0.3, evalEvery: 5 };
+    const make = (params: Float32Array) =>
+      createBackend('cpu', { config, params, optim: { ...DEFAULT_OPTIM, lr: cfg.lr, weightDecay: 0 } });
+    const samples = toySamples(40);
+    const plain = await trainRewardModel(make(initParams(paramTable(config), 2)), samples, { ...cfg, valShare: 0 }, 1, 15);
+    expect(plain.bestStep).toBeUndefined();
+    const reloaded: Float32Array[] = [];
+    const rm = make(initParams(paramTable(config), 2));
+    const r = await trainRewardModel(rm, samples, cfg, 1, 15, {
+      reload: (p) => {
+        reloaded.push(p);
+        return make(p);
+      },
+    });
+    // the held-out tasks are the same with and without validation; validation takes from the training pairs
+    expect(r.heldoutPairs).toBe(plain.heldoutPairs);
+    expect(r.valPairs).toBeGreaterThan(4);
+    expect(r.trainPairs + r.valPairs!).toBe(plain.trainPairs);
+    const validated = r.history.filter((h) => h.valAccuracy !== undefined);
+    expect(validated.map((h) => h.step)).toEqual([5, 10, 15, 20, 25, 30]);
+    const bestAcc = Math.max(...validated.map((h) => h.valAccuracy!));
+    expect(r.valAccuracy).toBe(bestAcc);
+    expect(r.bestStep).toBe(validated.find((h) => h.valAccuracy === bestAcc)!.step); // the first best
+    // the result's model holds the kept step's parameters: reloaded unless it was the last step
+    expect(reloaded.length).toBe(r.bestStep === cfg.steps ? 0 : 1);
+    expect(r.model === rm).toBe(r.bestStep === cfg.steps);
+    expect(Array.from(await r.model.getParams())).toEqual(Array.from(r.params));
+    await expect(
+      trainRewardModel(make(initParams(paramTable(config), 2)), samples, { ...cfg, evalEvery: 1, lr: 0 }, 1, 15),
+    ).rejects.toThrow(/early stopping \(rm.valShare\) needs hooks.reload/);
+  }, 120_000);
+
   test('all samples labelled alike: a clear error the pipeline turns into a skipped stage', async () => {
     const cfg = { ...resolveConfig('tiny').rm, steps: 1 };
     const rm = createBackend('cpu', { config, params: initParams(paramTable(config), 2), optim: DEFAULT_OPTIM });

@@ -7,7 +7,9 @@
  *   samples of the same task with different labels;
  * - `regression`: 0.5 (r - label)^2.
  * Tasks are split so that held-out pairwise accuracy measures generalisation to tasks the
- * model never saw labelled.
+ * model never saw labelled. With rm.valShare a share of the training tasks validates instead:
+ * every rm.evalEvery steps their pairs' accuracy is measured and the best step's model is the
+ * result (early stopping; the held-out tasks play no part in the choice).
  *
  * Both objectives train through the backends' policy-gradient step with only the value loss on
  * (vfCoef 1, advantages 0, entropy 0): regression sets the value target to the label; for
@@ -40,6 +42,8 @@ export interface Pair {
 export interface RmPoint {
   step: number;
   loss: number;
+  /** pairwise accuracy on the validation tasks' pairs, on the steps that validate */
+  valAccuracy?: number;
 }
 
 export interface RmResult {
@@ -49,6 +53,10 @@ export interface RmResult {
   trainAccuracy: number;
   heldoutPairs: number;
   trainPairs: number;
+  /** with rm.valShare > 0: the validation pairs, the best step's accuracy on them, and that step (the result's model) */
+  valPairs?: number;
+  valAccuracy?: number;
+  bestStep?: number;
   /** mean and std of the scores of the training samples: the PPO reward standardises with them */
   scoreMean: number;
   scoreStd: number;
@@ -113,6 +121,16 @@ export class NoPairsError extends Error {
 
 export interface RmHooks {
   onPoint?: (p: RmPoint) => void | Promise<void>;
+  /**
+   * A model holding `params` (the factory's fromParams), for early stopping when the best step is
+   * not the last: the result is then scored with it, and it is returned as RmTrained.model.
+   */
+  reload?: (params: Float32Array) => PolicyBackend;
+}
+
+/** The result, and the model that holds its parameters: `rm` itself, or the reloaded best step's (the caller disposes it). */
+export interface RmTrained extends RmResult {
+  model: PolicyBackend;
 }
 
 export async function trainRewardModel(
@@ -122,14 +140,32 @@ export async function trainRewardModel(
   seed: number,
   padId: number,
   hooks: RmHooks = {},
-): Promise<RmResult> {
+): Promise<RmTrained> {
   const maxT = rm.config.contextLength;
   const heldTask = (id: string) => (hashString(`${seed}/rm/${id}`) % 1000) / 1000 < cfg.heldoutShare;
-  const trainIdx = samples.map((_, i) => i).filter((i) => !heldTask(samples[i]!.task_id));
+  // validation: a share of the remaining tasks, by a second hash (so the held-out split is the same with or without it)
+  const valTask = (id: string) => !heldTask(id) && cfg.valShare > 0 && (hashString(`${seed}/rm-val/${id}`) % 1000) / 1000 < cfg.valShare;
+  const split = (id: string) => (heldTask(id) ? 'held' : valTask(id) ? 'val' : 'train');
+  const trainIdx = samples.map((_, i) => i).filter((i) => split(samples[i]!.task_id) === 'train');
   const allPairs = makePairs(samples);
-  const trainPairs = allPairs.filter((p) => !heldTask(samples[p.better]!.task_id));
-  const heldPairs = allPairs.filter((p) => heldTask(samples[p.better]!.task_id));
+  const pairsOf = (w: string) => allPairs.filter((p) => split(samples[p.better]!.task_id) === w);
+  const trainPairs = pairsOf('train');
+  const heldPairs = pairsOf('held');
+  const valPairs = pairsOf('val');
   if (cfg.objective === 'bt' && !trainPairs.length) throw new NoPairsError(samples.length);
+  // the validation pairs' samples, scored at each validation (indices into samples, and back)
+  const valIdx = [...new Set(valPairs.flatMap((p) => [p.better, p.worse]))];
+  const validate = async (): Promise<number> => {
+    const r = await rmScores(
+      rm,
+      valIdx.map((i) => samples[i]!.seq),
+      padId,
+    );
+    const scores: number[] = [];
+    valIdx.forEach((i, k) => (scores[i] = r[k]!));
+    return pairAccuracy(valPairs, scores);
+  };
+  let best: { step: number; acc: number; params: Float32Array } | null = null;
   const rng = new Rng(seed);
   const pick = <T>(xs: readonly T[], n: number): T[] =>
     Array.from({ length: Math.min(n, xs.length) }, () => xs[Math.floor(rng.next() * xs.length)]!);
@@ -161,22 +197,34 @@ export async function trainRewardModel(
     }
     const out = await rm.rlStep([valueBatch(seqs, targets, padId, maxT)], VALUE_ONLY);
     if (cfg.objective === 'regression') loss = out.sums.valueLoss / out.sums.tokens;
-    const point = { step, loss };
+    const point: RmPoint = { step, loss };
+    if (valPairs.length && (step % cfg.evalEvery === 0 || step === cfg.steps)) {
+      point.valAccuracy = await validate();
+      // the first best is kept on ties: fewer steps for the same validation accuracy
+      if (!best || point.valAccuracy > best.acc) best = { step, acc: point.valAccuracy, params: await rm.getParams() };
+    }
     history.push(point);
     await hooks.onPoint?.(point);
   }
+  let model = rm;
+  if (best && best.step !== cfg.steps) {
+    if (!hooks.reload) throw new Error('trainRewardModel: early stopping (rm.valShare) needs hooks.reload');
+    model = hooks.reload(best.params);
+  }
   const scores = await rmScores(
-    rm,
+    model,
     samples.map((s) => s.seq),
     padId,
   );
   const { mean, std } = meanStd(trainIdx.map((i) => scores[i]!));
   return {
-    params: await rm.getParams(),
+    model,
+    params: best?.params ?? (await rm.getParams()),
     heldoutAccuracy: pairAccuracy(heldPairs, scores),
     trainAccuracy: pairAccuracy(trainPairs, scores),
     heldoutPairs: heldPairs.length,
     trainPairs: trainPairs.length,
+    ...(best ? { valPairs: valPairs.length, valAccuracy: best.acc, bestStep: best.step } : {}),
     scoreMean: mean,
     scoreStd: std,
     history,

@@ -75,6 +75,13 @@ export const SECTIONS: Section[] = [
       },
       { path: 'rm.samplesPerTask', label: 'Samples per task', kind: 'int' },
       { path: 'rm.steps', label: 'Steps', kind: 'int' },
+      {
+        path: 'rm.valShare',
+        label: 'Validation share',
+        kind: 'num',
+        hint: 'training tasks that validate instead; 0: keep the last step, else the best validated one',
+      },
+      { path: 'rm.evalEvery', label: 'Validate every', kind: 'int', hint: 'steps' },
       { path: 'rm.weight', label: 'Weight in the PPO reward', kind: 'num' },
     ],
   },

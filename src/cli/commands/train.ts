@@ -128,7 +128,9 @@ function summaryLines(s: Summary): string[] {
     ...(s.rm && 'skipped' in s.rm
       ? [`reward model: skipped (${s.rm.skipped})`]
       : s.rm
-        ? [`reward model: held-out pairwise accuracy ${pct(s.rm.heldout_pairwise_accuracy)} over ${s.rm.heldout_pairs} pairs`]
+        ? [
+            `reward model: held-out pairwise accuracy ${pct(s.rm.heldout_pairwise_accuracy)} over ${s.rm.heldout_pairs} pairs${s.rm.best_step === undefined ? '' : ` (step ${s.rm.best_step} kept: validation ${pct(s.rm.val_pairwise_accuracy!)})`}`,
+          ]
         : []),
     `RL (${s.rl.algo}, ${s.rl.iterations} iterations): held-out pass@1 ${pct(s.rl.heldout_pass1)} (${fam(s.rl.heldout_by_family)}), train-task pass@1 ${pct(s.rl.train_pass1)}, RL-task pass@1 ${pct(s.rl.rl_tasks_pass1)}`,
     `held-out pass@1 change: ${((s.rl.heldout_pass1 - s.sft.heldout_pass1) * 100).toFixed(1)} points; ${s.minutes.toFixed(1)} minutes`,

@@ -30,7 +30,17 @@ export interface Summary {
   backend: BackendKind;
   sft: SftSummary;
   /** null when disabled; `skipped` says why when it could not be trained */
-  rm: { heldout_pairwise_accuracy: number; train_pairwise_accuracy: number; heldout_pairs: number } | { skipped: string } | null;
+  rm:
+    | {
+        heldout_pairwise_accuracy: number;
+        train_pairwise_accuracy: number;
+        heldout_pairs: number;
+        /** with early stopping (rm.valShare): the step kept and its validation pairwise accuracy */
+        best_step?: number;
+        val_pairwise_accuracy?: number;
+      }
+    | { skipped: string }
+    | null;
   rl: StageEval & { iterations: number; algo: string };
   minutes: number;
   explore: RlConfig['explore'];
@@ -153,6 +163,7 @@ export async function writeSummary(ctx: RunContext, sft: SftSummary, rm: RmJson 
             heldout_pairwise_accuracy: rm.heldoutAccuracy,
             train_pairwise_accuracy: rm.trainAccuracy,
             heldout_pairs: rm.heldoutPairs,
+            ...(rm.bestStep === undefined ? {} : { best_step: rm.bestStep, val_pairwise_accuracy: rm.valAccuracy! }),
           },
     rl: { ...rl, iterations: cfg.rl.iterations, algo: cfg.rl.algo },
     minutes: ctx.elapsed() / 60000,

@@ -37,23 +37,35 @@ export async function rewardModelStage(ctx: RunContext, sft: SftStageResult): Pr
     params = policies.readCheckpoint(spec, ckpt).params;
   } else {
     const samples = await labelledSamples(ctx, sft);
-    const rm = policies.fromParams(spec, sft.params, { ...DEFAULT_OPTIM, lr: cfg.rm.lr, weightDecay: 0 });
+    const optim = { ...DEFAULT_OPTIM, lr: cfg.rm.lr, weightDecay: 0 };
+    const rm = policies.fromParams(spec, sft.params, optim);
+    let best: typeof rm | null = null; // early stopping's best step, when it is not the last
     try {
       const r = await trainRewardModel(rm, samples, cfg.rm, ctx.seed, ctx.tok.padId, {
         onPoint: async (p) => {
-          ctx.emit('rm', p.step / cfg.rm.steps, `step ${p.step} loss ${p.loss.toFixed(3)}`);
-          await ctx.metric('rm', { step: p.step, 'loss/rm': p.loss });
+          const val = p.valAccuracy === undefined ? '' : `, validation pairwise accuracy ${(100 * p.valAccuracy).toFixed(1)}%`;
+          ctx.emit('rm', p.step / cfg.rm.steps, `step ${p.step} loss ${p.loss.toFixed(3)}${val}`);
+          await ctx.metric('rm', {
+            step: p.step,
+            'loss/rm': p.loss,
+            ...(p.valAccuracy === undefined ? {} : { 'rm/val_pairwise_accuracy': p.valAccuracy }),
+          });
         },
+        reload: (p) => (best = policies.fromParams(spec, p, optim)),
       });
       params = r.params;
-      const { params: _p, ...rest } = r;
+      const { params: _p, model, ...rest } = r;
       json = rest;
-      await store.write('rm.ckpt', await rm.save({ optimizer: false, meta: { stage: 'rm' } }));
+      await store.write(
+        'rm.ckpt',
+        await (model === rm ? rm : best!).save({ optimizer: false, meta: { stage: 'rm', step: r.bestStep ?? cfg.rm.steps } }),
+      );
       await writeJson(store, 'rm.json', json);
       await ctx.metric('rm-eval', {
         'rm/heldout_pairwise_accuracy': r.heldoutAccuracy,
         'rm/train_pairwise_accuracy': r.trainAccuracy,
         'rm/heldout_pairs': r.heldoutPairs,
+        ...(r.bestStep === undefined ? {} : { 'rm/best_step': r.bestStep, 'rm/val_pairwise_accuracy': r.valAccuracy! }),
       });
     } catch (e) {
       if (!(e instanceof NoPairsError)) throw e;
@@ -62,6 +74,7 @@ export async function rewardModelStage(ctx: RunContext, sft: SftStageResult): Pr
       ctx.emit('rm', 1, `${e.message}; PPO runs without the reward model`);
     } finally {
       rm.dispose();
+      (best as typeof rm | null)?.dispose();
     }
   }
   await ctx.saveState();
