@@ -79,10 +79,11 @@ describe('training an imported Hugging Face model with LoRA (Chromium)', () => {
     await ratio.fill('4');
     expect(await page.getByTestId('exp-lora-lrRatio-error').count()).toBe(0);
     const targets = page.getByTestId('exp-lora-targets').locator('input[type="checkbox"]');
-    expect(await targets.count()).toBe(7);
+    expect(await targets.count()).toBe(8); // Qwen2's seven linear modules per layer and lm_head
     expect(await page.getByTestId('exp-lora-target-q_proj').isChecked()).toBe(true);
     expect(await page.getByTestId('exp-lora-target-v_proj').isChecked()).toBe(true);
     expect(await page.getByTestId('exp-lora-target-o_proj').isChecked()).toBe(false);
+    expect(await page.getByTestId('exp-lora-target-lm_head').isChecked()).toBe(false);
     const plan = page.getByTestId('exp-memory-plan');
     expect(await plan.getAttribute('data-fits')).toBe('true');
     expect(await plan.textContent()).toMatch(
