@@ -10,9 +10,9 @@
  * The engine packs q|k|v and gate|up into one matrix each (arch.ts), so a module is a block of
  * rows [r0, r1) of an engine tensor: q_proj the first QD rows of `layers.l.qkv.w`, up_proj the
  * second F rows of `layers.l.up.w`, GPT-2's c_attn all of `qkv.w`. `lm_head` (every family) is the
-output layer, the engine's `head` or, with tied embeddings, `embed` read as the head: its adapter
-changes the logits only, as PEFT's on a tied lm_head does (the embedding lookup stays the base's;
-a merge unties the two, peft.ts mergeLora). Adapters are saved and read in
+ * output layer, the engine's `head` or, with tied embeddings, `embed` read as the head: its adapter
+ * changes the logits only, as PEFT's on a tied lm_head does (the embedding lookup stays the base's;
+ * a merge unties the two, peft.ts mergeLora). Adapters are saved and read in
  * PEFT's on-disk format (adapter_config.json, adapter_model.safetensors with keys
  * `base_model.model.<module path>.lora_A.weight`; checked against the fixtures of
  * scripts/hf-fixtures.py, written after peft 5d602fd's save_and_load.py and LoraConfig).

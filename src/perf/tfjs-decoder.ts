@@ -53,9 +53,8 @@ export class TfjsDecoder {
   /** every tensor this model holds (constants and variables) */
   private readonly held: Tensor[] = [];
   private readonly embed: Tensor2D; // (V, C)
-  private readonly head: Tensor2D; // (V, C): the embedding when tied
-  /** lm_head's adapter (the output layer only: a tied embedding's lookup stays the base's) */
-  private headLora: Linear['lora'] = null;
+  /** the LM head: w (V, C), the embedding when tied; its adapter changes the output only, not the lookup */
+  private readonly head: Linear;
   private readonly normf: Tensor;
   private readonly layers: { norm1: Tensor; norm2: Tensor; lin: Record<LinearName, Linear> }[] = [];
   private readonly adam: import('@tensorflow/tfjs-core').Optimizer;
@@ -117,23 +116,20 @@ export class TfjsDecoder {
       });
     }
     this.normf = whole('normf.w', false);
-    this.head = arch.tiedEmbeddings ? this.embed : (whole('head', true) as Tensor2D);
+    this.head = { w: arch.tiedEmbeddings ? this.embed : (whole('head', true) as Tensor2D), b: null, lora: null };
 
     const lora = opts.lora;
     if (lora) {
       if (lora.A.length !== lora.modules.length || lora.B.length !== lora.modules.length)
         throw new Error(`TfjsDecoder: ${lora.A.length} A and ${lora.B.length} B for ${lora.modules.length} modules`);
       lora.modules.forEach((m, i) => {
-        const A = this.hold(Float32Array.from(lora.A[i]!), [lora.rank, m.inFeatures], true, true) as Tensor2D;
-        const B = this.hold(Float32Array.from(lora.B[i]!), [m.outFeatures, lora.rank], true, true) as Tensor2D;
-        if (m.path === 'lm_head') {
-          this.headLora = { A, B, scale: lora.scaling };
-          return;
-        }
         const hit = /^model\.layers\.(\d+)\.(?:self_attn|mlp)\.(\w+)$/.exec(m.path);
         const name = hit?.[2] as LinearName | undefined;
-        if (!hit || !name || !LINEARS.includes(name)) throw new Error(`TfjsDecoder: LoRA module ${m.path} is not a Llama / Qwen2 linear`);
-        const target = this.layers[Number(hit[1])]!.lin[name];
+        if (m.path !== 'lm_head' && (!hit || !name || !LINEARS.includes(name)))
+          throw new Error(`TfjsDecoder: LoRA module ${m.path} is not a Llama / Qwen2 linear or lm_head`);
+        const target = m.path === 'lm_head' ? this.head : this.layers[Number(hit![1])]!.lin[name!];
+        const A = this.hold(Float32Array.from(lora.A[i]!), [lora.rank, m.inFeatures], true, true) as Tensor2D;
+        const B = this.hold(Float32Array.from(lora.B[i]!), [m.outFeatures, lora.rank], true, true) as Tensor2D;
         target.lora = { A, B, scale: lora.scaling };
       });
     }
@@ -226,7 +222,7 @@ export class TfjsDecoder {
       x = tf.add(x2, this.linear(act, layer.lin.down_proj));
     }
     const hf = tf.reshape(this.rmsnorm(x, this.normf), [B * T, C]) as Tensor2D;
-    return this.linear(hf, { w: this.head, b: null, lora: this.headLora });
+    return this.linear(hf, this.head);
   }
 
   /** Masked next-token cross-entropy: the sum over counted tokens / their count (ours: the same mean). */

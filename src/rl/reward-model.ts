@@ -119,28 +119,28 @@ export class NoPairsError extends Error {
   }
 }
 
-export interface RmHooks {
+export interface RmHooks<P extends PolicyBackend = PolicyBackend> {
   onPoint?: (p: RmPoint) => void | Promise<void>;
   /**
    * A model holding `params` (the factory's fromParams), for early stopping when the best step is
    * not the last: the result is then scored with it, and it is returned as RmTrained.model.
    */
-  reload?: (params: Float32Array) => PolicyBackend;
+  reload?: (params: Float32Array) => P;
 }
 
 /** The result, and the model that holds its parameters: `rm` itself, or the reloaded best step's (the caller disposes it). */
-export interface RmTrained extends RmResult {
-  model: PolicyBackend;
+export interface RmTrained<P extends PolicyBackend = PolicyBackend> extends RmResult {
+  model: P;
 }
 
-export async function trainRewardModel(
-  rm: PolicyBackend,
+export async function trainRewardModel<P extends PolicyBackend>(
+  rm: P,
   samples: readonly LabelledSample[],
   cfg: RewardModelConfig,
   seed: number,
   padId: number,
-  hooks: RmHooks = {},
-): Promise<RmTrained> {
+  hooks: RmHooks<P> = {},
+): Promise<RmTrained<P>> {
   const maxT = rm.config.contextLength;
   const heldTask = (id: string) => (hashString(`${seed}/rm/${id}`) % 1000) / 1000 < cfg.heldoutShare;
   // validation: a share of the remaining tasks, by a second hash (so the held-out split is the same with or without it)

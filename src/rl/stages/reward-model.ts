@@ -39,7 +39,7 @@ export async function rewardModelStage(ctx: RunContext, sft: SftStageResult): Pr
     const samples = await labelledSamples(ctx, sft);
     const optim = { ...DEFAULT_OPTIM, lr: cfg.rm.lr, weightDecay: 0 };
     const rm = policies.fromParams(spec, sft.params, optim);
-    let best: typeof rm | null = null; // early stopping's best step, when it is not the last
+    const reloaded: (typeof rm)[] = []; // early stopping's best step, when it is not the last (disposed with rm)
     try {
       const r = await trainRewardModel(rm, samples, cfg.rm, ctx.seed, ctx.tok.padId, {
         onPoint: async (p) => {
@@ -51,15 +51,16 @@ export async function rewardModelStage(ctx: RunContext, sft: SftStageResult): Pr
             ...(p.valAccuracy === undefined ? {} : { 'rm/val_pairwise_accuracy': p.valAccuracy }),
           });
         },
-        reload: (p) => (best = policies.fromParams(spec, p, optim)),
+        reload: (p) => {
+          const best = policies.fromParams(spec, p, optim);
+          reloaded.push(best);
+          return best;
+        },
       });
       params = r.params;
       const { params: _p, model, ...rest } = r;
       json = rest;
-      await store.write(
-        'rm.ckpt',
-        await (model === rm ? rm : best!).save({ optimizer: false, meta: { stage: 'rm', step: r.bestStep ?? cfg.rm.steps } }),
-      );
+      await store.write('rm.ckpt', await model.save({ optimizer: false, meta: { stage: 'rm', step: r.bestStep ?? cfg.rm.steps } }));
       await writeJson(store, 'rm.json', json);
       await ctx.metric('rm-eval', {
         'rm/heldout_pairwise_accuracy': r.heldoutAccuracy,
@@ -73,8 +74,7 @@ export async function rewardModelStage(ctx: RunContext, sft: SftStageResult): Pr
       await writeJson(store, 'rm.json', json);
       ctx.emit('rm', 1, `${e.message}; PPO runs without the reward model`);
     } finally {
-      rm.dispose();
-      (best as typeof rm | null)?.dispose();
+      for (const p of [rm, ...reloaded]) p.dispose();
     }
   }
   await ctx.saveState();
