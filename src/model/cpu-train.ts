@@ -84,7 +84,10 @@ export class CpuTrainer {
 export interface CpuGradientModel {
   zeroGrad(): void;
   /** a training forward: logits (BT, V) and, with a value head, values (BT) */
-  forward(input: { tokens: ArrayLike<number>; B: number; T: number }): { logits: Float64Array; values?: Float64Array };
+  forward(input: { tokens: ArrayLike<number>; B: number; T: number; logitRows?: ArrayLike<number> }): {
+    logits: Float64Array;
+    values?: Float64Array;
+  };
   /** accumulates the gradient of a loss with these derivatives w.r.t. the last forward's logits and values */
   backward(dlogits: ArrayLike<number>, dvalues: ArrayLike<number> | null): void;
 }
@@ -96,7 +99,7 @@ export function sftGradients(model: CpuGradientModel, V: number, batches: TokenB
   let lossSum = 0;
   for (const b of batches) {
     const BT = b.B * b.T;
-    const { logits } = model.forward({ tokens: b.tokens, B: b.B, T: b.T });
+    const { logits } = model.forward({ tokens: b.tokens, B: b.B, T: b.T, logitRows: b.mask });
     const losses = new Float64Array(BT);
     const dlogits = new Float64Array(BT * V);
     crossEntropyRef(losses, dlogits, logits, b.targets, b.mask, BT, V, 1 / tokens);
@@ -119,7 +122,7 @@ export function rlGradients(model: CpuGradientModel, V: number, batches: RlBatch
   const sums = emptyRlSums();
   for (const b of batches) {
     const BT = b.B * b.T;
-    const { logits, values } = model.forward({ tokens: b.tokens, B: b.B, T: b.T });
+    const { logits, values } = model.forward({ tokens: b.tokens, B: b.B, T: b.T, logitRows: b.mask });
     const logp = new Float64Array(BT);
     const entropy = new Float64Array(BT);
     logprobEntropyRef(logp, entropy, logits, b.targets, BT, V, cfg.invTemp);

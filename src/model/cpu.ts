@@ -39,6 +39,12 @@ export interface ForwardInput {
   start?: ArrayLike<number> | null;
   B: number;
   T: number;
+  /**
+   * (B, T) optional: nonzero at the rows whose logits the caller reads (a training forward's loss
+   * rows). The float64 decoder then runs the LM head on those rows only and leaves the others' logits
+   * 0, the same numbers where it computes them; a backend that computes every row is also right.
+   */
+  logitRows?: ArrayLike<number>;
 }
 
 export interface ForwardResult {
@@ -62,7 +68,7 @@ export class CpuModel {
   /** gradients, same layout; backward() accumulates into them */
   grads: Float64Array;
   private acts: {
-    input: Required<Omit<ForwardInput, 'start'>> & { start: ArrayLike<number> | null };
+    input: Required<Omit<ForwardInput, 'start' | 'logitRows'>> & { start: ArrayLike<number> | null };
     layers: LayerActs[];
     final: Float64Array;
     lnf: Float64Array;
@@ -223,6 +229,8 @@ export function checkInput(input: ForwardInput, V: number, maxT: number): void {
     if (!(t >= 0 && t < V && Number.isInteger(t)))
       throw new Error(`forward: token ${t} at index ${i} is outside the vocabulary 0..${V - 1}`);
   }
+  if (input.logitRows && input.logitRows.length !== B * T)
+    throw new Error(`forward: logitRows has ${input.logitRows.length} entries, expected B*T = ${B * T}`);
   if (positions) {
     if (positions.length !== B * T) throw new Error(`forward: positions has ${positions.length} entries, expected ${B * T}`);
     for (let i = 0; i < positions.length; i++) {

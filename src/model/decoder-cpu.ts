@@ -242,8 +242,20 @@ export class DecoderCpu {
     const meanf = new Float64Array(rows);
     const rstdf = new Float64Array(rows);
     this.norm(hf, meanf, rstdf, final, 'normf', rows);
+    // lm_head's adapter is merged in (the lookup above read the base)
     const logits = new Float64Array(rows * V);
-    matmulForwardRef(logits, hf, lw(headTensor(a)), null, rows, C, V); // lm_head's adapter merged in (the lookup above read the base)
+    const head = lw(headTensor(a));
+    const need = train && input.logitRows ? nonzeroRows(input.logitRows) : null;
+    if (!need) matmulForwardRef(logits, hf, head, null, rows, C, V);
+    else if (need.length) {
+      // only the rows the caller reads: gathered, multiplied, scattered (each output the same sum)
+      const R = need.length;
+      const sub = new Float64Array(R * C);
+      need.forEach((n, i) => sub.set(hf.subarray(n * C, (n + 1) * C), i * C));
+      const out = new Float64Array(R * V);
+      matmulForwardRef(out, sub, head, null, R, C, V);
+      need.forEach((n, i) => logits.set(out.subarray(i * V, (i + 1) * V), n * V));
+    }
     if (train)
       this.saved = {
         tokens: Array.from(input.tokens),
@@ -567,4 +579,11 @@ export class DecoderCpu {
       for (let n = 0; n < BT; n++) for (let c = 0; c < C; c++) dp[sv.positions[n]! * C + c]! += dx[n * C + c]!;
     }
   }
+}
+
+/** The indices of the nonzero entries (a forward's logitRows). */
+function nonzeroRows(mask: ArrayLike<number>): number[] {
+  const rows: number[] = [];
+  for (let i = 0; i < mask.length; i++) if (mask[i]) rows.push(i);
+  return rows;
 }

@@ -6,11 +6,11 @@
  * in decoder-grad.test.ts.
  */
 import { describe, expect, test } from 'vitest';
-import { loadHfFixture } from '../testing/hf-fixtures';
+import { HF_FIXTURE_NAMES, loadHfFixture } from '../testing/hf-fixtures';
 import { Rng } from '../util/random';
 import { DecoderCpu } from './decoder-cpu';
 import { DecoderCpuTrainer } from './decoder-train-cpu';
-import { initLoraAdapters, loraModules, loraScaling } from './lora';
+import { initLoraAdapters, linearModules, loraModules, loraScaling } from './lora';
 import { DEFAULT_OPTIM, type RlBatch, type TokenBatch } from './optim';
 
 const { arch, weights } = loadHfFixture('llama');
@@ -148,4 +148,44 @@ describe('DecoderCpuTrainer', () => {
     expect(last).toBeLessThan(first * 0.7);
     expect(m.trainables().map((p) => p.name)).toContain('value.w');
   });
+
+  test.each(HF_FIXTURE_NAMES.flatMap((f) => [`${f} LoRA`, `${f} full`]))(
+    "logitRows (%s): the chosen rows' logits and every gradient are the same numbers as without it, the other rows 0",
+    (which) => {
+      const [name, mode] = which.split(' ') as [string, string];
+      const fx = loadHfFixture(name);
+      const V = fx.arch.vocabSize;
+      const make = () => {
+        const m = new DecoderCpu(fx.arch, fx.weights);
+        if (mode === 'LoRA') {
+          const cfg = { rank: 2, alpha: 4, targets: [...new Set(loraModulesAll(fx.arch))] };
+          const modules = loraModules(fx.arch, cfg);
+          const init = initLoraAdapters(modules, 2, new Rng(4));
+          init.B.forEach((b) => b.forEach((_, i) => (b[i] = 0.02 * Math.cos(i)))); // nonzero B: every factor has a gradient
+          m.setLora({ modules, rank: 2, scaling: loraScaling(cfg), ...init });
+        }
+        return m;
+      };
+      const rows = Float32Array.from({ length: B * T }, (_, i) => (i % T >= 5 && i % T < T - 1 ? 1 : 0));
+      const dlogits = Float64Array.from({ length: B * T * V }, (_, i) => (rows[Math.floor(i / V)] ? Math.sin(i) : 0));
+      const grads = (m: DecoderCpu, logitRows?: Float32Array) => {
+        const { logits } = m.forward({ tokens, B, T, logitRows });
+        m.zeroGrad();
+        m.backward(dlogits);
+        return { logits, grads: m.trainables().map((t) => ({ name: t.name, g: Float64Array.from(t.g) })) };
+      };
+      const all = grads(make());
+      const some = grads(make(), rows);
+      for (let n = 0; n < B * T; n++)
+        for (let v = 0; v < V; v++) expect(some.logits[n * V + v], `row ${n}`).toBe(rows[n] ? all.logits[n * V + v] : 0);
+      expect(some.grads.map((x) => x.name)).toEqual(all.grads.map((x) => x.name));
+      if (mode === 'LoRA') expect(all.grads.some((x) => x.name.includes('lm_head'))).toBe(true);
+      all.grads.forEach((x, i) => expect([...some.grads[i]!.g], x.name).toEqual([...x.g]));
+    },
+  );
 });
+
+/** Every HF module name a LoRA adapter can target on this architecture, lm_head included. */
+function loraModulesAll(a: typeof arch): string[] {
+  return linearModules(a).map((m) => m.path.split('.').at(-1)!);
+}

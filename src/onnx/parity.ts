@@ -62,7 +62,12 @@ export function maxRelDiff(actual: ArrayLike<number>, expected: ArrayLike<number
 }
 
 /** Random ids (B, T), row b left-padded by b * T/3 (positions restart at its first real token). */
-export function parityInput(V: number, B: number, T: number, seed: number): Required<Omit<ForwardInput, 'start'>> & { start: Uint32Array } {
+export function parityInput(
+  V: number,
+  B: number,
+  T: number,
+  seed: number,
+): Required<Omit<ForwardInput, 'start' | 'logitRows'>> & { start: Uint32Array } {
   const rng = new Rng(seed);
   const tokens = Uint32Array.from({ length: B * T }, () => Math.floor(rng.next() * V));
   const start = Uint32Array.from({ length: B }, (_, b) => Math.min(T - 2, Math.floor((b * T) / 3)));

@@ -25,45 +25,54 @@ export function actionCount(s: Sequence): number {
 
 /**
  * Per-action log-probs (logits / temperature) and values of each sequence under `backend`
- * (forward passes of at most `batch` sequences). Row t of a sequence predicts ids[t + 1], so
- * action a (ids[promptLength + a]) is row promptLength + a - 1: the value there is the value of
- * the state the action was taken in.
+ * (forward passes of at most `opts.batch` sequences, default 32). Row t of a sequence predicts
+ * ids[t + 1], so action a (ids[promptLength + a]) is row promptLength + a - 1: the value there is
+ * the value of the state the action was taken in.
+ *
+ * The sequences go through the model sorted by length (the results come back in the given order),
+ * so a short one is not padded to the longest of its neighbours; every row depends only on its
+ * own sequence's earlier tokens, so the numbers do not depend on which sequences share a pass.
+ * The forward is told which rows' logits are read (the action rows; none with `opts.logits`
+ * false, for a caller that needs only the values): the cpu decoder computes the LM head there only.
  */
 export async function scoreActions(
   backend: PolicyBackend,
   seqs: readonly Sequence[],
   padId: number,
   invTemp: number,
-  batch = 32,
-  withEntropy = false,
+  opts: { batch?: number; entropy?: boolean; logits?: boolean } = {},
 ): Promise<{ logp: Float64Array[]; values: Float64Array[]; entropy: Float64Array[] }> {
+  const { batch = 32, entropy: withEntropy = false, logits: withLogits = true } = opts;
   const V = backend.config.vocabSize;
-  const logp: Float64Array[] = [];
-  const values: Float64Array[] = [];
-  const entropy: Float64Array[] = [];
-  for (const part of chunks(seqs, batch)) {
+  const logp: Float64Array[] = new Array(seqs.length);
+  const values: Float64Array[] = new Array(seqs.length);
+  const entropy: Float64Array[] = new Array(seqs.length);
+  const order = seqs.map((_, i) => i).sort((x, y) => seqs[x]!.ids.length - seqs[y]!.ids.length || x - y);
+  for (const idx of chunks(order, batch)) {
+    const part = idx.map((i) => seqs[i]!);
     const b = completionBatch(part, padId, backend.config.contextLength);
-    const out = await backend.forward({ tokens: b.tokens, B: b.B, T: b.T });
+    const logitRows = withLogits ? b.mask : new Float32Array(b.B * b.T);
+    const out = await backend.forward({ tokens: b.tokens, B: b.B, T: b.T, logitRows });
     part.forEach((s, i) => {
       const n = actionCount(s);
-      const lp = new Float64Array(n);
+      const lp = new Float64Array(withLogits ? n : 0);
       const vs = new Float64Array(n);
-      const ent = new Float64Array(withEntropy ? n : 0);
+      const ent = new Float64Array(withLogits && withEntropy ? n : 0);
       for (let a = 0; a < n; a++) {
         const row = i * b.T + s.promptLength + a - 1;
         const target = s.ids[s.promptLength + a]!;
-        if (withEntropy) {
+        if (withLogits && withEntropy) {
           const r = rowLogprobEntropy(out.logits, row, V, invTemp, target);
           lp[a] = r.logp;
           ent[a] = r.entropy;
-        } else {
+        } else if (withLogits) {
           lp[a] = rowLogprob(out.logits, row, V, invTemp, target);
         }
         vs[a] = out.values[row]!;
       }
-      logp.push(lp);
-      values.push(vs);
-      entropy.push(ent);
+      logp[idx[i]!] = lp;
+      values[idx[i]!] = vs;
+      entropy[idx[i]!] = ent;
     });
   }
   return { logp, values, entropy };

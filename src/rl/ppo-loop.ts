@@ -206,7 +206,7 @@ export async function ppoIteration(ctx: PpoContext, it: number, kl: KlController
   // 3. old log-probs and values, reference log-probs, advantages
   const seqs = scored.map((s) => toSequence(s.sample));
   const [old, ref] = [
-    await scoreActions(policy, seqs, tok.padId, invTemp, 32, true),
+    await scoreActions(policy, seqs, tok.padId, invTemp, { entropy: true }),
     await scoreActions(ctx.ref, seqs, tok.padId, invTemp),
   ];
   const episodes: Episode[] = [];

@@ -83,7 +83,7 @@ export function makePairs(samples: readonly LabelledSample[]): Pair[] {
 
 /** The reward model's score of each sequence: the value head at its last row. */
 export async function rmScores(rm: PolicyBackend, seqs: readonly Sequence[], padId: number): Promise<number[]> {
-  const { values } = await scoreActions(rm, seqs, padId, 1);
+  const { values } = await scoreActions(rm, seqs, padId, 1, { logits: false });
   return values.map((v) => v[v.length - 1]!);
 }
 

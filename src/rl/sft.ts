@@ -35,7 +35,7 @@ export function sftSequences(tok: TextTokenizer, tasks: readonly GeneratedTask[]
 
 /** Mean cross-entropy of the completion tokens of `seqs` under the backend's current parameters (forward only). */
 export async function validationLoss(backend: PolicyBackend, seqs: readonly Sequence[], padId: number, batch: number): Promise<number> {
-  const { logp } = await scoreActions(backend, seqs, padId, 1, batch);
+  const { logp } = await scoreActions(backend, seqs, padId, 1, { batch });
   let sum = 0;
   let n = 0;
   for (const lp of logp) {
