@@ -6,6 +6,7 @@ import { DEFAULT_OPTIM } from '../model/optim';
 import { paramTable } from '../model/params';
 import { Rng } from '../util/random';
 import { resolveConfig } from './config';
+import { hashString } from './tasks/families';
 import { makePairs, NoPairsError, rmScores, trainRewardModel, type LabelledSample } from './reward-model';
 
 const V = 16;
@@ -98,6 +99,45 @@ describe('reward model', () => {
     await expect(
       trainRewardModel(make(initParams(paramTable(config), 2)), samples, { ...cfg, evalEvery: 1, lr: 0 }, 1, 15),
     ).rejects.toThrow(/early stopping \(rm.valShare\) needs hooks.reload/);
+  }, 120_000);
+
+  test("baselines: the held-out pairs ranked untrained, by the starting model's mean log-prob per completion token and by length", async () => {
+    const cfg = { ...resolveConfig('tiny').rm, steps: 2, batch: 4, lr: 1e-2, heldoutShare: 0.4 };
+    const params = initParams(paramTable(config), 3);
+    const make = () => createBackend('cpu', { config, params, optim: { ...DEFAULT_OPTIM, lr: cfg.lr, weightDecay: 0 } });
+    // the better sample of each task is one token longer
+    const samples = toySamples(30).map((x) => (x.label ? { ...x, seq: { ...x.seq, ids: [...x.seq.ids.slice(0, -1), 3, 0] } } : x));
+    const r = await trainRewardModel(make(), samples, cfg, 1, 15);
+    expect(r.heldoutPairs).toBeGreaterThan(4);
+    expect(r.baselines.longer).toBe(1);
+    expect(r.baselines.shorter).toBe(0);
+    // completions of one length: every pair ties, and a tie counts half
+    const same = await trainRewardModel(make(), toySamples(30), cfg, 1, 15);
+    expect([same.baselines.longer, same.baselines.shorter]).toEqual([0.5, 0.5]);
+    // the mean log-prob, one sequence at a time through the untrained model's full logits
+    const m = make();
+    const meanLogp = async (ids: number[], promptLength: number) => {
+      const { logits } = await m.forward({ tokens: Int32Array.from(ids), B: 1, T: ids.length });
+      let sum = 0;
+      for (let t = promptLength; t < ids.length; t++) {
+        const row = Array.from(logits.subarray((t - 1) * V, t * V));
+        const max = Math.max(...row);
+        const lse = max + Math.log(row.reduce((a, x) => a + Math.exp(x - max), 0));
+        sum += row[ids[t]!]! - lse;
+      }
+      return sum / (ids.length - promptLength);
+    };
+    const byTask = new Map<string, LabelledSample[]>();
+    for (const x of samples) byTask.set(x.task_id, [...(byTask.get(x.task_id) ?? []), x]);
+    const heldTasks = [...byTask.keys()].filter((id) => (hashString(`1/rm/${id}`) % 1000) / 1000 < cfg.heldoutShare);
+    let right = 0;
+    for (const id of heldTasks) {
+      const [good, bad] = [...byTask.get(id)!].sort((a, b) => b.label - a.label);
+      if ((await meanLogp(good!.seq.ids, 4)) > (await meanLogp(bad!.seq.ids, 4))) right++;
+    }
+    expect(heldTasks.length).toBe(r.heldoutPairs);
+    expect(r.baselines.policyMeanLogp).toBeCloseTo(right / heldTasks.length, 10);
+    m.dispose();
   }, 120_000);
 
   test('all samples labelled alike: a clear error the pipeline turns into a skipped stage', async () => {

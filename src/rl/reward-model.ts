@@ -61,6 +61,19 @@ export interface RmResult {
   scoreMean: number;
   scoreStd: number;
   history: RmPoint[];
+  /**
+   * What the held-out pairs' ranking would be without training, for reading heldoutAccuracy
+   * against: the starting model's mean log-prob per completion token (the SFT policy's own
+   * likelihood), and the longer or the shorter completion first. A tie counts half here (chance is
+   * 50%; completions cut at rl.maxNewTokens often tie in length); NaN without held-out pairs.
+   */
+  baselines: RmBaselines;
+}
+
+export interface RmBaselines {
+  policyMeanLogp: number;
+  longer: number;
+  shorter: number;
 }
 
 /** Every pair of samples of one task whose labels differ, the better first. */
@@ -87,9 +100,11 @@ export async function rmScores(rm: PolicyBackend, seqs: readonly Sequence[], pad
   return values.map((v) => v[v.length - 1]!);
 }
 
-function pairAccuracy(pairs: readonly Pair[], scores: readonly number[]): number {
+function pairAccuracy(pairs: readonly Pair[], scores: readonly number[], tie = 0): number {
   if (!pairs.length) return NaN;
-  return pairs.filter((p) => scores[p.better]! > scores[p.worse]!).length / pairs.length;
+  let right = 0;
+  for (const p of pairs) right += scores[p.better]! > scores[p.worse]! ? 1 : scores[p.better] === scores[p.worse] ? tie : 0;
+  return right / pairs.length;
 }
 
 const VALUE_ONLY: RlLossConfig = { clip: 0.2, vclip: 0, vfCoef: 1, entCoef: 0, klCoef: 0, invTemp: 1 };
@@ -165,6 +180,7 @@ export async function trainRewardModel<P extends PolicyBackend>(
     valIdx.forEach((i, k) => (scores[i] = r[k]!));
     return pairAccuracy(valPairs, scores);
   };
+  const baselines = await rankBaselines(rm, samples, heldPairs, padId);
   let best: { step: number; acc: number; params: Float32Array } | null = null;
   const rng = new Rng(seed);
   const pick = <T>(xs: readonly T[], n: number): T[] =>
@@ -228,5 +244,34 @@ export async function trainRewardModel<P extends PolicyBackend>(
     scoreMean: mean,
     scoreStd: std,
     history,
+    baselines,
+  };
+}
+
+/** The untrained rankings of `pairs` (RmResult.baselines); only the pairs' samples go through the model. */
+async function rankBaselines(
+  rm: PolicyBackend,
+  samples: readonly LabelledSample[],
+  pairs: readonly Pair[],
+  padId: number,
+): Promise<RmBaselines> {
+  const idx = [...new Set(pairs.flatMap((p) => [p.better, p.worse]))];
+  const { logp } = await scoreActions(
+    rm,
+    idx.map((i) => samples[i]!.seq),
+    padId,
+    1,
+  );
+  const meanLogp: number[] = [];
+  idx.forEach((i, k) => (meanLogp[i] = logp[k]!.reduce((a, b) => a + b, 0) / Math.max(1, logp[k]!.length)));
+  const length = samples.map((s) => actionCount(s.seq));
+  return {
+    policyMeanLogp: pairAccuracy(pairs, meanLogp, 0.5),
+    longer: pairAccuracy(pairs, length, 0.5),
+    shorter: pairAccuracy(
+      pairs,
+      length.map((n) => -n),
+      0.5,
+    ),
   };
 }

@@ -11,6 +11,7 @@
 import { useCallback, useEffect, useId, useMemo, useState, type FormEvent, type KeyboardEvent } from 'react';
 import { RL_PRESETS } from '../../rl/config';
 import type { Summary } from '../../rl/pipeline';
+import { rmSummaryText } from '../../rl/stages/evaluation';
 import type { ReferenceRef } from '../../rl/reference';
 import { RUN_BUNDLE_EXT } from '../../rl/run-bundle';
 import { exportRun, importRun } from '../../rl/run-transfer';
@@ -475,12 +476,7 @@ function SummaryView({ summary: s, reference }: { summary: Summary | null; refer
         </tbody>
       </table>
       <p data-testid="exp-rm">
-        Reward model:{' '}
-        {s.rm === null
-          ? 'disabled'
-          : 'skipped' in s.rm
-            ? `skipped (${s.rm.skipped})`
-            : `held-out pairwise accuracy ${pct(s.rm.heldout_pairwise_accuracy)} over ${s.rm.heldout_pairs} pairs`}
+        Reward model: {s.rm === null ? 'disabled' : 'skipped' in s.rm ? `skipped (${s.rm.skipped})` : rmSummaryText(s.rm)}
       </p>
       <p className="hint">
         <span data-testid="exp-minutes" data-value={s.minutes}>

@@ -9,6 +9,7 @@ import { mergeConfig, resolveConfig, RlConfigError, RL_PRESETS } from '../../rl/
 import { readSuiteSource, SuiteSourceError, type SuiteRef } from '../../rl/tasks/from-suite';
 import { bytesToText } from '../../tasks/bytes';
 import { runPipeline, type PipelineEvent, type PipelineOptions, type Summary } from '../../rl/pipeline';
+import { rmSummaryText } from '../../rl/stages/evaluation';
 import { onnxReference, referenceRef, type ReferenceRef } from '../../rl/reference';
 import { hfReference, loadHfReferenced, type ReferenceEngine } from '../../rl/reference-hf';
 import { nodeFolder } from '../../hf/node';
@@ -125,13 +126,7 @@ function summaryLines(s: Summary): string[] {
       .join(', ');
   return [
     `SFT: held-out pass@1 ${pct(s.sft.heldout_pass1)} (${fam(s.sft.heldout_by_family)}), train-task pass@1 ${pct(s.sft.train_pass1)}, RL-task pass@1 ${pct(s.sft.rl_tasks_pass1)}; best step ${s.sft.best_step} of ${s.sft.steps}`,
-    ...(s.rm && 'skipped' in s.rm
-      ? [`reward model: skipped (${s.rm.skipped})`]
-      : s.rm
-        ? [
-            `reward model: held-out pairwise accuracy ${pct(s.rm.heldout_pairwise_accuracy)} over ${s.rm.heldout_pairs} pairs${s.rm.best_step === undefined ? '' : ` (step ${s.rm.best_step} kept: validation ${pct(s.rm.val_pairwise_accuracy!)})`}`,
-          ]
-        : []),
+    ...(s.rm && 'skipped' in s.rm ? [`reward model: skipped (${s.rm.skipped})`] : s.rm ? [`reward model: ${rmSummaryText(s.rm)}`] : []),
     `RL (${s.rl.algo}, ${s.rl.iterations} iterations): held-out pass@1 ${pct(s.rl.heldout_pass1)} (${fam(s.rl.heldout_by_family)}), train-task pass@1 ${pct(s.rl.train_pass1)}, RL-task pass@1 ${pct(s.rl.rl_tasks_pass1)}`,
     `held-out pass@1 change: ${((s.rl.heldout_pass1 - s.sft.heldout_pass1) * 100).toFixed(1)} points; ${s.minutes.toFixed(1)} minutes`,
   ];

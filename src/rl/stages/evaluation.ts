@@ -38,6 +38,8 @@ export interface Summary {
         /** with early stopping (rm.valShare): the step kept and its validation pairwise accuracy */
         best_step?: number;
         val_pairwise_accuracy?: number;
+        /** the held-out pairs ranked without training (RmResult.baselines); absent for a reward model trained before they were measured */
+        heldout_baselines?: { policy_mean_logp: number; longer: number; shorter: number };
       }
     | { skipped: string }
     | null;
@@ -147,6 +149,17 @@ export async function evaluateStage(ctx: RunContext, policy: Policy, phase: 'sft
   return stageEval(r);
 }
 
+/** A trained reward model's line in a summary: held-out pairwise accuracy, the step kept, and what it ranks against untrained. */
+export function rmSummaryText(rm: Exclude<Summary['rm'], { skipped: string } | null>): string {
+  const pct = (x: number) => `${(x * 100).toFixed(1)}%`;
+  const kept = rm.best_step === undefined ? '' : ` (step ${rm.best_step} kept: validation ${pct(rm.val_pairwise_accuracy!)})`;
+  const b = rm.heldout_baselines;
+  const untrained = b
+    ? `; untrained: the policy's own likelihood ${pct(b.policy_mean_logp)}, the longer first ${pct(b.longer)}, the shorter first ${pct(b.shorter)}`
+    : '';
+  return `held-out pairwise accuracy ${pct(rm.heldout_pairwise_accuracy)} over ${rm.heldout_pairs} pairs${kept}${untrained}`;
+}
+
 /** The last stage: summary.json (a rerun of the finished run returns it), state.json, the closing event. */
 export async function writeSummary(ctx: RunContext, sft: SftSummary, rm: RmJson | null, rl: StageEval): Promise<Summary> {
   const { cfg, seed, store } = ctx;
@@ -164,6 +177,15 @@ export async function writeSummary(ctx: RunContext, sft: SftSummary, rm: RmJson 
             train_pairwise_accuracy: rm.trainAccuracy,
             heldout_pairs: rm.heldoutPairs,
             ...(rm.bestStep === undefined ? {} : { best_step: rm.bestStep, val_pairwise_accuracy: rm.valAccuracy! }),
+            ...(rm.baselines
+              ? {
+                  heldout_baselines: {
+                    policy_mean_logp: rm.baselines.policyMeanLogp,
+                    longer: rm.baselines.longer,
+                    shorter: rm.baselines.shorter,
+                  },
+                }
+              : {}),
           },
     rl: { ...rl, iterations: cfg.rl.iterations, algo: cfg.rl.algo },
     minutes: ctx.elapsed() / 60000,

@@ -7,7 +7,7 @@
 import { DEFAULT_OPTIM } from '../../policy';
 import type { Task } from '../../tasks/types';
 import { toSequence } from '../ppo-loop';
-import { NoPairsError, trainRewardModel, type LabelledSample, type RmResult } from '../reward-model';
+import { NoPairsError, trainRewardModel, type LabelledSample, type RmBaselines, type RmResult } from '../reward-model';
 import { readJson, writeJson } from '../run-dir';
 import { sampleTasks } from '../sample';
 import { sampleScoreProgress } from '../evaluate';
@@ -16,8 +16,8 @@ import { scoreRollouts } from '../scorer';
 import type { RunContext } from './context';
 import type { SftStageResult } from './sft';
 
-/** rm.json: the trained model's result without its parameters, or why it was skipped. */
-export type RmJson = Omit<RmResult, 'params'> | { skipped: string };
+/** rm.json: the trained model's result without its parameters (baselines absent in files written before they were measured), or why it was skipped. */
+export type RmJson = (Omit<RmResult, 'params' | 'baselines'> & { baselines?: RmBaselines }) | { skipped: string };
 
 /** What the reward model hands on to RL: rm.json (null when disabled) and its parameters (null without a trained model). */
 export interface RmStageResult {
@@ -66,6 +66,9 @@ export async function rewardModelStage(ctx: RunContext, sft: SftStageResult): Pr
         'rm/heldout_pairwise_accuracy': r.heldoutAccuracy,
         'rm/train_pairwise_accuracy': r.trainAccuracy,
         'rm/heldout_pairs': r.heldoutPairs,
+        'rm/baseline_policy_logp_accuracy': r.baselines.policyMeanLogp,
+        'rm/baseline_longer_accuracy': r.baselines.longer,
+        'rm/baseline_shorter_accuracy': r.baselines.shorter,
         ...(r.bestStep === undefined ? {} : { 'rm/best_step': r.bestStep, 'rm/val_pairwise_accuracy': r.valAccuracy! }),
       });
     } catch (e) {
