@@ -264,14 +264,11 @@ async function rankBaselines(
   );
   const meanLogp: number[] = [];
   idx.forEach((i, k) => (meanLogp[i] = logp[k]!.reduce((a, b) => a + b, 0) / Math.max(1, logp[k]!.length)));
-  const length = samples.map((s) => actionCount(s.seq));
-  return {
-    policyMeanLogp: pairAccuracy(pairs, meanLogp, 0.5),
-    longer: pairAccuracy(pairs, length, 0.5),
-    shorter: pairAccuracy(
-      pairs,
-      length.map((n) => -n),
-      0.5,
-    ),
-  };
+  const longer = pairAccuracy(
+    pairs,
+    samples.map((s) => actionCount(s.seq)),
+    0.5,
+  );
+  // with ties at half, every pair the longer-first ranking gets wrong the shorter-first gets right
+  return { policyMeanLogp: pairAccuracy(pairs, meanLogp, 0.5), longer, shorter: 1 - longer };
 }
