@@ -9,21 +9,23 @@
 # Usage: scripts/rm-table.sh OUT [SEEDS...] (default seeds 1 2 3); RM_SAMPLES (8), RM_STEPS (200),
 # RM_HELDOUT (0.3), RM_LR (1e-3), RM_LORA_LR (the LoRA model's rate, default RM_LR), RM_VAL
 # (rm.valShare: early stopping on that share of the training tasks, default 0: off) and
-# RM_EVAL_EVERY (25) override.
+# RM_EVAL_EVERY (25), RM_SCORE (rm.score: value, likelihood or value+likelihood; default value),
+# RM_BETA (rm.beta, 1), RM_LORA_TARGETS (c_attn,c_proj,c_fc) and RM_VARIANTS ("lora full") override.
 set -euo pipefail
 out=${1:-runs/rm-table}; shift || true
 seeds=("$@"); [ $# -eq 0 ] && seeds=(1 2 3)
 coderl="node bin/coderl.mjs"
 . "$(dirname "$0")/lib/tiny-hf.sh"
 rm_set() { # $1: the rate, $2: what else the run sets
-  echo "{\"rm\":{\"enabled\":true,\"samplesPerTask\":${RM_SAMPLES:-8},\"steps\":${RM_STEPS:-200},\"heldoutShare\":${RM_HELDOUT:-0.3},\"lr\":$1,\"valShare\":${RM_VAL:-0},\"evalEvery\":${RM_EVAL_EVERY:-25}},\"rl\":{\"iterations\":0}$2}"
+  echo "{\"rm\":{\"enabled\":true,\"samplesPerTask\":${RM_SAMPLES:-8},\"steps\":${RM_STEPS:-200},\"heldoutShare\":${RM_HELDOUT:-0.3},\"lr\":$1,\"valShare\":${RM_VAL:-0},\"evalEvery\":${RM_EVAL_EVERY:-25},\"score\":\"${RM_SCORE:-value}\",\"beta\":${RM_BETA:-1}},\"rl\":{\"iterations\":0}$2}"
 }
 mkdir -p "$out"
 rmrun() { $coderl train --preset tiny --seed "$1" --out "$out/rm-$2-$1" --model "$out/tiny-$1/hf" --set "$(rm_set "$3" "$4")" --quiet > "$out/rm-$2-$1.log" 2>&1; }
 for s in "${seeds[@]}"; do tiny_hf "$out" "$s" '{"rl":{"iterations":0}}' & done; wait
 pids=()
-for s in "${seeds[@]}"; do for v in lora full; do
-  if [ $v = lora ]; then lr=${RM_LORA_LR:-${RM_LR:-1e-3}}; extra=',"lora":{"rank":8,"targets":["c_attn","c_proj","c_fc"]}'
+targets=$(echo "${RM_LORA_TARGETS:-c_attn,c_proj,c_fc}" | sed 's/[^,][^,]*/"&"/g')
+for s in "${seeds[@]}"; do for v in ${RM_VARIANTS:-lora full}; do
+  if [ $v = lora ]; then lr=${RM_LORA_LR:-${RM_LR:-1e-3}}; extra=",\"lora\":{\"rank\":8,\"targets\":[$targets]}"
   else lr=${RM_LR:-1e-3}; extra=''; fi
   rmrun "$s" "$v" "$lr" "$extra" & pids+=($!)
   if [ ${#pids[@]} -ge 2 ]; then wait "${pids[0]}"; pids=("${pids[@]:1}"); fi

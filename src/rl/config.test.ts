@@ -1,6 +1,6 @@
 /** RL presets and config validation. */
 import { describe, expect, test } from 'vitest';
-import { mergeConfig, resolveConfig, RL_PRESETS } from './config';
+import { mergeConfig, resolveConfig, RL_PRESETS, validateRlConfig } from './config';
 
 describe('RL config', () => {
   test('every preset validates', () => {
@@ -37,5 +37,17 @@ describe('RL config', () => {
     expect(() => resolveConfig('tiny', { rl: { algo: 'grpo', samplesPerPrompt: 1 } })).toThrow(/GRPO needs groups of at least 2/);
     expect(() => resolveConfig('tiny', { reward: { testPass: -1 } })).toThrow(/config\.reward\.testPass/);
     expect(() => resolveConfig('tiny', { explore: { api: 'loud' } })).toThrow(/config\.explore\.api: must be one of off, bias, mask/);
+  });
+  test("rm.score: the value head by default, a run's config.json from before it existed reads as one, and its values are checked", () => {
+    expect(resolveConfig('tiny').rm).toMatchObject({ score: 'value', beta: 1 });
+    const old = structuredClone(resolveConfig('tiny')) as unknown as { rm: Record<string, unknown> };
+    delete old.rm.score;
+    delete old.rm.beta;
+    expect(validateRlConfig(old).rm).toMatchObject({ score: 'value', beta: 1 });
+    expect(resolveConfig('tiny', { rm: { score: 'likelihood', beta: 2 } }).rm).toMatchObject({ score: 'likelihood', beta: 2 });
+    expect(() => resolveConfig('tiny', { rm: { score: 'logits' } })).toThrow(
+      /config\.rm\.score: must be one of value, likelihood, value\+likelihood, got "logits"/,
+    );
+    expect(() => resolveConfig('tiny', { rm: { beta: 0 } })).toThrow(/config\.rm\.beta: must be a number in \[0\.001, 1000\], got 0/);
   });
 });

@@ -28,6 +28,15 @@ export interface RewardModelConfig {
   samplesPerTask: number;
   /** 'bt': pairwise Bradley-Terry; 'regression': MSE on the test pass fraction */
   objective: 'bt' | 'regression';
+  /**
+   * What the model's score of a completion is: 'value', a scalar head read at its last token;
+   * 'likelihood', beta times the mean log-prob of its tokens under the model's own LM head
+   * (SimPO's implicit reward: before training it is the SFT policy's likelihood, and training
+   * moves the LM head and trunk); 'value+likelihood', their sum. Either objective trains it.
+   */
+  score: 'value' | 'likelihood' | 'value+likelihood';
+  /** the likelihood part's scale */
+  beta: number;
   steps: number;
   /** pairs (bt) or sequences (regression) per step */
   batch: number;
@@ -182,6 +191,8 @@ const REWARD_MODEL: RewardModelConfig = {
   enabled: true,
   samplesPerTask: 2,
   objective: 'bt',
+  score: 'value',
+  beta: 1,
   steps: 24,
   batch: 16,
   lr: 1e-3,
@@ -343,6 +354,8 @@ const SCHEMA = {
     enabled: bool,
     samplesPerTask: int(2, 1000),
     objective: oneOf('bt', 'regression'),
+    score: oneOf('value', 'likelihood', 'value+likelihood'),
+    beta: num(0.001, 1000),
     steps: int(0, 1e6),
     batch: int(1, 4096),
     lr: num(0, 1),
@@ -506,6 +519,8 @@ export function validateRlConfig(input: unknown): RlConfig {
     );
   }
   checkSection(c.sft, SCHEMA.sft, 'config.sft');
+  // a run's config.json written before rm.score existed: its reward model was a value head
+  if (isObject(c.rm) && c.rm.score === undefined && c.rm.beta === undefined) Object.assign(c.rm, { score: 'value', beta: 1 });
   checkSection(c.rm, SCHEMA.rm, 'config.rm');
   checkSection(c.rl, SCHEMA.rl, 'config.rl', ['kl', 'reference']);
   if (c.rl.reference !== undefined) checkReferenceRef(c.rl.reference);

@@ -123,7 +123,7 @@ interface Scored {
 async function scoreSamples(ctx: PpoContext, samples: Sample[], turn: 1 | 2): Promise<Scored[]> {
   const records = await scoreRollouts(ctx.scorer, samples, ctx.cfg.reward);
   let rm: number[] | null = null;
-  if (ctx.rm) rm = await rmScores(ctx.rm.backend, samples.map(toSequence), ctx.tok.padId);
+  if (ctx.rm) rm = await rmScores(ctx.rm.backend, samples.map(toSequence), ctx.tok.padId, ctx.cfg.rm);
   return samples.map((sample, i) => {
     const record = records[i]!;
     const components = [...record.reward!.components];

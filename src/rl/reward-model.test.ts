@@ -7,7 +7,17 @@ import { paramTable } from '../model/params';
 import { Rng } from '../util/random';
 import { resolveConfig } from './config';
 import { hashString } from './tasks/families';
-import { makePairs, NoPairsError, rmScores, trainRewardModel, type LabelledSample } from './reward-model';
+import {
+  makePairs,
+  NoPairsError,
+  rmLoss,
+  rmScores,
+  rmStep,
+  trainRewardModel,
+  type LabelledSample,
+  type RmBatch,
+  type RmScoring,
+} from './reward-model';
 
 const V = 16;
 const config = { nLayer: 1, dModel: 16, nHead: 2, contextLength: 16, vocabSize: V };
@@ -68,6 +78,48 @@ describe('reward model', () => {
     expect(Number.isFinite(r.scoreStd) && r.scoreStd > 0).toBe(true);
   }, 120_000);
 
+  // One step with Adam at beta1 = beta2 = 0, eps 1 and lr 1 moves every parameter by -g / (|g| + 1): the
+  // step's gradient g read back exactly, then checked against central differences of the loss
+  // (rmLoss of rmScores, float64 on the float32 forward) along random directions.
+  for (const [score, objective] of [
+    ['value', 'bt'],
+    ['likelihood', 'bt'],
+    ['value+likelihood', 'bt'],
+    ['likelihood', 'regression'],
+  ] as const) {
+    test(`a step's gradient is the gradient of the loss of the scores: ${score}, ${objective}`, async () => {
+      const scoring: RmScoring = { score, beta: 1.7 };
+      const params = initParams(paramTable(config), 4);
+      const optim = { ...DEFAULT_OPTIM, lr: 1, beta1: 0, beta2: 0, eps: 1, weightDecay: 0, gradClip: 0 };
+      const make = (p: Float32Array) => createBackend('cpu', { config, params: p, optim });
+      const samples = toySamples(6);
+      const batch: RmBatch =
+        objective === 'bt'
+          ? { objective, pairs: [0, 1, 2, 3, 4].map((t) => [samples[2 * t]!.seq, samples[2 * t + 1]!.seq] as const) }
+          : { objective, seqs: samples.map((x) => x.seq), labels: samples.map((x, i) => x.label + 0.3 * i) };
+      const seqs = batch.objective === 'bt' ? batch.pairs.flat() : batch.seqs;
+      const lossAt = async (p: Float32Array) => rmLoss(batch, await rmScores(make(p), seqs, 15, scoring)).loss;
+      const m = make(params);
+      const loss = await rmStep(m, batch, scoring, 15);
+      expect(loss).toBeCloseTo(await lossAt(params), 6);
+      const after = await m.getParams();
+      const g = Float64Array.from(after, (x, i) => {
+        const d = params[i]! - x; // = g / (|g| + 1)
+        return d / (1 - Math.abs(d));
+      });
+      expect(Math.hypot(...g)).toBeGreaterThan(1e-3);
+      const rng = new Rng(9);
+      for (let k = 0; k < 3; k++) {
+        const u = Float64Array.from(params, () => rng.next() - 0.5);
+        const h = 1e-2 / Math.hypot(...u);
+        const shifted = (sgn: number) => Float32Array.from(params, (x, i) => x + sgn * h * u[i]!);
+        const fd = ((await lossAt(shifted(1))) - (await lossAt(shifted(-1)))) / (2 * h);
+        const dot = g.reduce((a, x, i) => a + x * u[i]!, 0);
+        expect(Math.abs(dot - fd)).toBeLessThan(0.02 * Math.abs(fd) + 2e-4);
+      }
+    }, 60_000);
+  }
+
   test('early stopping: validation tasks apart from the held-out ones, the best step kept and scored with its own parameters', async () => {
     const cfg = { ...resolveConfig('tiny').rm, steps: 30, batch: 8, lr: 3e-2, heldoutShare: 0.3, valShare: 0.3, evalEvery: 5 };
     const make = (params: Float32Array) =>
@@ -89,9 +141,11 @@ describe('reward model', () => {
     expect(r.trainPairs + r.valPairs!).toBe(plain.trainPairs);
     const validated = r.history.filter((h) => h.valAccuracy !== undefined);
     expect(validated.map((h) => h.step)).toEqual([5, 10, 15, 20, 25, 30]);
-    const bestAcc = Math.max(...validated.map((h) => h.valAccuracy!));
+    // the candidates: the untrained model (step 0), then every validated step; the first best is kept
+    const bestAcc = Math.max(r.valStartAccuracy!, ...validated.map((h) => h.valAccuracy!));
     expect(r.valAccuracy).toBe(bestAcc);
-    expect(r.bestStep).toBe(validated.find((h) => h.valAccuracy === bestAcc)!.step); // the first best
+    expect(r.bestStep).toBe(r.valStartAccuracy === bestAcc ? 0 : validated.find((h) => h.valAccuracy === bestAcc)!.step);
+    expect(r.bestStep).toBeGreaterThan(0); // the toy task is learnt: training beats the random head
     // the result's model holds the kept step's parameters: reloaded unless it was the last step
     expect(reloaded.length).toBe(r.bestStep === cfg.steps ? 0 : 1);
     expect(r.model === rm).toBe(r.bestStep === cfg.steps);
@@ -99,6 +153,44 @@ describe('reward model', () => {
     await expect(
       trainRewardModel(make(initParams(paramTable(config), 2)), samples, { ...cfg, evalEvery: 1, lr: 0 }, 1, 15),
     ).rejects.toThrow(/early stopping \(rm.valShare\) needs hooks.reload/);
+  }, 120_000);
+
+  test('early stopping keeps the untrained model when every step loses on validation', async () => {
+    // the likelihood of the untrained model ranks the toy pairs one way; the training tasks' labels
+    // are flipped, so every step moves the validation pairs the wrong way
+    const cfg = {
+      ...resolveConfig('tiny').rm,
+      score: 'likelihood' as const,
+      steps: 12,
+      batch: 8,
+      lr: 3e-2,
+      heldoutShare: 0.3,
+      valShare: 0.3,
+      evalEvery: 4,
+    };
+    const params = initParams(paramTable(config), 2);
+    const make = (p: Float32Array) => createBackend('cpu', { config, params: p, optim: { ...DEFAULT_OPTIM, lr: cfg.lr, weightDecay: 0 } });
+    const held = (id: string) => (hashString(`1/rm/${id}`) % 1000) / 1000 < cfg.heldoutShare;
+    const val = (id: string) => !held(id) && (hashString(`1/rm-val/${id}`) % 1000) / 1000 < cfg.valShare;
+    // the untrained model's ranking of each task's pair decides its validation label: right before training
+    const m = make(params);
+    const start = await rmScores(
+      m,
+      toySamples(40).map((x) => x.seq),
+      15,
+      cfg,
+    );
+    const samples = toySamples(40).map((x, i) => {
+      const other = i % 2 ? i - 1 : i + 1;
+      const startRight = start[i]! > start[other]! ? 1 : 0; // this one ranks first before training
+      return { ...x, label: val(x.task_id) ? startRight : 1 - startRight };
+    });
+    const r = await trainRewardModel(make(params), samples, cfg, 1, 15, { reload: make });
+    expect(r.valStartAccuracy).toBe(1);
+    expect(r.bestStep).toBe(0);
+    expect(r.history.filter((h) => h.valAccuracy !== undefined).every((h) => h.valAccuracy! < 1)).toBe(true);
+    expect(Array.from(await r.model.getParams())).toEqual(Array.from(params));
+    m.dispose();
   }, 120_000);
 
   test("baselines: the held-out pairs ranked untrained, by the starting model's mean log-prob per completion token and by length", async () => {

@@ -1,7 +1,6 @@
 /**
- * Stage 2, the reward model: a copy of the SFT model whose scalar head, read at the last
- * position of prompt + completion, is trained on samples of the SFT policy labelled by
- * execution (the test-based part of the reward).
+ * Stage 2, the reward model: a copy of the SFT model that learns to score prompt + completion,
+ * trained on samples of the SFT policy labelled by execution (the test-based part of the reward).
  *
  * - `bt`: pairwise Bradley-Terry, loss -log sigmoid(r_preferred - r_other) over pairs of
  *   samples of the same task with different labels;
@@ -11,18 +10,26 @@
  * every rm.evalEvery steps their pairs' accuracy is measured and the best step's model is the
  * result (early stopping; the held-out tasks play no part in the choice).
  *
- * Both objectives train through the backends' policy-gradient step with only the value loss on
- * (vfCoef 1, advantages 0, entropy 0): regression sets the value target to the label; for
- * Bradley-Terry the step's value gradient (r - target) / N is made equal to the pairwise
- * gradient by setting target = r - N dL/dr, with r from a forward pass of the same parameters
- * just before (exact: the step's forward recomputes the same r). No extra kernel is needed.
+ * The score (rm.score): the value head at the last row ('value'); beta times the completion's mean
+ * log-prob under the model's own LM head ('likelihood', SimPO's length-normalised implicit reward,
+ * which before training is the SFT policy's likelihood, itself a ranking of the held-out pairs
+ * that RmResult.baselines reports); or their sum.
+ *
+ * Every step trains through the backends' policy-gradient step, with r from a forward pass of the
+ * same parameters just before (exact: the step's forward recomputes the same numbers), so no extra
+ * kernel is needed (rmStep):
+ * - the value part: the value loss alone at the last row, target r - N dL/dr, so the step's value
+ *   gradient (r - target) / N is dL/dr (regression's target is then the label);
+ * - the likelihood part: the policy term with oldLogp the log-probs just computed (ratio 1) and
+ *   every action of a sequence given the advantage -N beta dL/dr / L, so that dL/dlogp of each of
+ *   its L actions is beta dL/dr / L.
  */
 import type { RlLossConfig } from '../kernels/ppo_loss_ref';
 import type { PolicyBackend } from '../model/backend';
 import type { RlBatch } from '../model/optim';
 import { Rng } from '../util/random';
 import type { RewardModelConfig } from './config';
-import { actionCount, scoreActions } from './episodes';
+import { actionCount, episodeBatches, scoreActions, type Episode } from './episodes';
 import { completionBatch, type Sequence } from './data';
 import { meanStd } from './advantages';
 import { hashString } from './tasks/families';
@@ -53,10 +60,14 @@ export interface RmResult {
   trainAccuracy: number;
   heldoutPairs: number;
   trainPairs: number;
-  /** with rm.valShare > 0: the validation pairs, the best step's accuracy on them, and that step (the result's model) */
+  /**
+   * with rm.valShare > 0: the validation pairs, the best step's accuracy on them, that step (the
+   * result's model; 0 is the model before training), and the accuracy before training
+   */
   valPairs?: number;
   valAccuracy?: number;
   bestStep?: number;
+  valStartAccuracy?: number;
   /** mean and std of the scores of the training samples: the PPO reward standardises with them */
   scoreMean: number;
   scoreStd: number;
@@ -94,10 +105,47 @@ export function makePairs(samples: readonly LabelledSample[]): Pair[] {
   return pairs;
 }
 
-/** The reward model's score of each sequence: the value head at its last row. */
-export async function rmScores(rm: PolicyBackend, seqs: readonly Sequence[], padId: number): Promise<number[]> {
-  const { values } = await scoreActions(rm, seqs, padId, 1, { logits: false });
-  return values.map((v) => v[v.length - 1]!);
+/** How a reward model scores a sequence (RewardModelConfig.score and .beta). */
+export type RmScoring = Pick<RewardModelConfig, 'score' | 'beta'>;
+
+/** Today's scoring, and what an rm.json or checkpoint written before rm.score existed means. */
+export const VALUE_SCORING: RmScoring = { score: 'value', beta: 1 };
+
+interface ScoreParts {
+  /** the score of each sequence */
+  scores: number[];
+  /** per action: log-probs (with a likelihood part) and values (with a value part) */
+  logp: Float64Array[];
+  values: Float64Array[];
+}
+
+const hasValue = (s: RmScoring) => s.score !== 'likelihood';
+const hasLikelihood = (s: RmScoring) => s.score !== 'value';
+
+async function scoreParts(rm: PolicyBackend, seqs: readonly Sequence[], padId: number, scoring: RmScoring): Promise<ScoreParts> {
+  const { logp, values } = await scoreActions(rm, seqs, padId, 1, { logits: hasLikelihood(scoring) });
+  const scores = seqs.map((_, i) => {
+    const v = values[i]!;
+    const lp = logp[i]!;
+    let s = hasValue(scoring) ? v[v.length - 1]! : 0;
+    if (hasLikelihood(scoring)) s += (scoring.beta * lp.reduce((a, b) => a + b, 0)) / Math.max(1, lp.length);
+    return s;
+  });
+  return { scores, logp, values };
+}
+
+/**
+ * The reward model's score of each sequence: the value head at its last row (rm.score "value"),
+ * beta times the mean log-prob of its completion tokens under the model's own LM head
+ * ("likelihood", SimPO's implicit reward), or their sum ("value+likelihood").
+ */
+export async function rmScores(
+  rm: PolicyBackend,
+  seqs: readonly Sequence[],
+  padId: number,
+  scoring: RmScoring = VALUE_SCORING,
+): Promise<number[]> {
+  return (await scoreParts(rm, seqs, padId, scoring)).scores;
 }
 
 function pairAccuracy(pairs: readonly Pair[], scores: readonly number[], tie = 0): number {
@@ -108,6 +156,7 @@ function pairAccuracy(pairs: readonly Pair[], scores: readonly number[], tie = 0
 }
 
 const VALUE_ONLY: RlLossConfig = { clip: 0.2, vclip: 0, vfCoef: 1, entCoef: 0, klCoef: 0, invTemp: 1 };
+const LIKELIHOOD_ONLY: RlLossConfig = { ...VALUE_ONLY, vfCoef: 0 };
 
 /** An RlBatch whose only loss is the value at each sequence's last row, pulled toward `targets`. */
 function valueBatch(seqs: readonly Sequence[], targets: readonly number[], padId: number, maxT: number): RlBatch {
@@ -122,6 +171,98 @@ function valueBatch(seqs: readonly Sequence[], targets: readonly number[], padId
   });
   const z = () => new Float32Array(B * T);
   return { ...base, mask, returns, oldLogp: z(), oldValues: z(), advantages: z(), refLogp: z() };
+}
+
+/**
+ * The micro-batches of a step whose gradient is dL/dscore = g for each sequence, when the score
+ * has a likelihood part: the policy-gradient term with oldLogp the log-probs just computed
+ * (ratio 1, inside the clip) gives dL/dlogp_a = -A_a / N over the N action tokens, so
+ * A_a = -N beta g / L for each of a sequence's L actions; with a value part too, the value at
+ * the last action is pulled toward v - N g (gradient (v - target) / N = g) and every other
+ * action's toward its own value (no gradient).
+ */
+function scoreGradBatches(
+  rm: PolicyBackend,
+  seqs: readonly Sequence[],
+  parts: ScoreParts,
+  g: readonly number[],
+  scoring: RmScoring,
+  padId: number,
+): RlBatch[] {
+  const N = seqs.reduce((a, s) => a + actionCount(s), 0);
+  const eps: Episode[] = seqs.map((seq, i) => {
+    const L = actionCount(seq);
+    const values = parts.values[i]!;
+    const returns = new Float64Array(L);
+    if (hasValue(scoring)) {
+      returns.set(values);
+      returns[L - 1] = values[L - 1]! - N * g[i]!;
+    }
+    return {
+      seq,
+      oldLogp: parts.logp[i]!,
+      values,
+      refLogp: new Float64Array(L),
+      advantages: new Float64Array(L).fill((-N * scoring.beta * g[i]!) / L),
+      returns,
+    };
+  });
+  return episodeBatches(eps, rm, padId);
+}
+
+/** One step's examples: pairs (the better first) for Bradley-Terry, or sequences and their labels for regression. */
+export type RmBatch =
+  | { objective: 'bt'; pairs: readonly (readonly [Sequence, Sequence])[] }
+  | { objective: 'regression'; seqs: readonly Sequence[]; labels: readonly number[] };
+
+function batchSeqs(batch: RmBatch): Sequence[] {
+  return batch.objective === 'bt' ? batch.pairs.flatMap(([b, w]) => [b, w]) : [...batch.seqs];
+}
+
+/**
+ * The loss of a batch given its sequences' scores (in batchSeqs order), and dL/dscore of each:
+ * Bradley-Terry's mean -log sigmoid(r_better - r_worse), or regression's mean 0.5 (r - label)^2.
+ */
+export function rmLoss(batch: RmBatch, scores: readonly number[]): { loss: number; grad: number[] } {
+  const grad = new Array<number>(scores.length);
+  let loss = 0;
+  if (batch.objective === 'bt') {
+    const P = batch.pairs.length;
+    for (let k = 0; k < P; k++) {
+      const d = scores[2 * k]! - scores[2 * k + 1]!;
+      loss += Math.log1p(Math.exp(-Math.abs(d))) + Math.max(0, -d); // -log sigmoid(d), stable
+      const g = -1 / (1 + Math.exp(d)) / P; // dL / dr_better = -(1 - sigmoid(d)) / P; dL / dr_worse = -that
+      grad[2 * k] = g;
+      grad[2 * k + 1] = -g;
+    }
+    return { loss: loss / P, grad };
+  }
+  const n = scores.length;
+  scores.forEach((r, i) => {
+    const e = r - batch.labels[i]!;
+    loss += 0.5 * e * e;
+    grad[i] = e / n;
+  });
+  return { loss: loss / n, grad };
+}
+
+/**
+ * One optimizer step of the reward model on `batch`: its scores under the current parameters, the
+ * loss and its gradient with respect to each score, carried into the model by the backend's
+ * policy-gradient step (see scoreGradBatches and valueBatch). Returns the loss before the step.
+ */
+export async function rmStep(rm: PolicyBackend, batch: RmBatch, scoring: RmScoring, padId: number): Promise<number> {
+  const seqs = batchSeqs(batch);
+  const parts = await scoreParts(rm, seqs, padId, scoring);
+  const { loss, grad } = rmLoss(batch, parts.scores);
+  if (hasLikelihood(scoring)) {
+    await rm.rlStep(scoreGradBatches(rm, seqs, parts, grad, scoring, padId), scoring.score === 'likelihood' ? LIKELIHOOD_ONLY : VALUE_ONLY);
+  } else {
+    const N = seqs.length;
+    const targets = parts.scores.map((r, i) => r - N * grad[i]!);
+    await rm.rlStep([valueBatch(seqs, targets, padId, rm.config.contextLength)], VALUE_ONLY);
+  }
+  return loss;
 }
 
 /** Every task's samples got the same label: there is nothing to rank (the pipeline then runs without a reward model). */
@@ -156,7 +297,6 @@ export async function trainRewardModel<P extends PolicyBackend>(
   padId: number,
   hooks: RmHooks<P> = {},
 ): Promise<RmTrained<P>> {
-  const maxT = rm.config.contextLength;
   const heldTask = (id: string) => (hashString(`${seed}/rm/${id}`) % 1000) / 1000 < cfg.heldoutShare;
   // validation: a share of the remaining tasks, by a second hash (so the held-out split is the same with or without it)
   const valTask = (id: string) => !heldTask(id) && cfg.valShare > 0 && (hashString(`${seed}/rm-val/${id}`) % 1000) / 1000 < cfg.valShare;
@@ -175,44 +315,32 @@ export async function trainRewardModel<P extends PolicyBackend>(
       rm,
       valIdx.map((i) => samples[i]!.seq),
       padId,
+      cfg,
     );
     const scores: number[] = [];
     valIdx.forEach((i, k) => (scores[i] = r[k]!));
     return pairAccuracy(valPairs, scores);
   };
   const baselines = await rankBaselines(rm, samples, heldPairs, padId);
-  let best: { step: number; acc: number; params: Float32Array } | null = null;
+  // early stopping's candidates start with the model before any step (bestStep 0): with a likelihood
+  // part it already ranks pairs, and training that only loses on validation is not kept
+  let best: { step: number; acc: number; params: Float32Array } | null = valPairs.length
+    ? { step: 0, acc: await validate(), params: await rm.getParams() }
+    : null;
+  const valStart = best?.acc;
   const rng = new Rng(seed);
   const pick = <T>(xs: readonly T[], n: number): T[] =>
     Array.from({ length: Math.min(n, xs.length) }, () => xs[Math.floor(rng.next() * xs.length)]!);
   const history: RmPoint[] = [];
   for (let step = 1; step <= cfg.steps; step++) {
-    let seqs: Sequence[];
-    let targets: number[];
-    let loss = 0;
-    if (cfg.objective === 'bt') {
-      const pairs = pick(trainPairs, cfg.batch);
-      seqs = pairs.flatMap((p) => [samples[p.better]!.seq, samples[p.worse]!.seq]);
-      const r = await rmScores(rm, seqs, padId);
-      const N = seqs.length;
-      const P = pairs.length;
-      targets = new Array<number>(N);
-      for (let k = 0; k < P; k++) {
-        const d = r[2 * k]! - r[2 * k + 1]!;
-        const sig = 1 / (1 + Math.exp(-d));
-        loss += Math.log1p(Math.exp(-Math.abs(d))) + Math.max(0, -d); // -log sigmoid(d), stable
-        const g = -(1 - sig) / P; // dL / dr_better; dL / dr_worse = -g
-        targets[2 * k] = r[2 * k]! - N * g;
-        targets[2 * k + 1] = r[2 * k + 1]! + N * g;
-      }
-      loss /= P;
-    } else {
-      const idx = pick(trainIdx, cfg.batch);
-      seqs = idx.map((i) => samples[i]!.seq);
-      targets = idx.map((i) => samples[i]!.label);
-    }
-    const out = await rm.rlStep([valueBatch(seqs, targets, padId, maxT)], VALUE_ONLY);
-    if (cfg.objective === 'regression') loss = out.sums.valueLoss / out.sums.tokens;
+    const batch: RmBatch =
+      cfg.objective === 'bt'
+        ? { objective: 'bt', pairs: pick(trainPairs, cfg.batch).map((p) => [samples[p.better]!.seq, samples[p.worse]!.seq] as const) }
+        : (() => {
+            const idx = pick(trainIdx, cfg.batch);
+            return { objective: 'regression', seqs: idx.map((i) => samples[i]!.seq), labels: idx.map((i) => samples[i]!.label) };
+          })();
+    const loss = await rmStep(rm, batch, cfg, padId);
     const point: RmPoint = { step, loss };
     if (valPairs.length && (step % cfg.evalEvery === 0 || step === cfg.steps)) {
       point.valAccuracy = await validate();
@@ -231,6 +359,7 @@ export async function trainRewardModel<P extends PolicyBackend>(
     model,
     samples.map((s) => s.seq),
     padId,
+    cfg,
   );
   const { mean, std } = meanStd(trainIdx.map((i) => scores[i]!));
   return {
@@ -240,7 +369,7 @@ export async function trainRewardModel<P extends PolicyBackend>(
     trainAccuracy: pairAccuracy(trainPairs, scores),
     heldoutPairs: heldPairs.length,
     trainPairs: trainPairs.length,
-    ...(best ? { valPairs: valPairs.length, valAccuracy: best.acc, bestStep: best.step } : {}),
+    ...(best ? { valPairs: valPairs.length, valAccuracy: best.acc, bestStep: best.step, valStartAccuracy: valStart! } : {}),
     scoreMean: mean,
     scoreStd: std,
     history,

@@ -73,6 +73,14 @@ export const SECTIONS: Section[] = [
         values: ['bt', 'regression'],
         hint: 'pairwise Bradley-Terry, or regression on the pass fraction',
       },
+      {
+        path: 'rm.score',
+        label: 'Score',
+        kind: 'enum',
+        values: ['value', 'likelihood', 'value+likelihood'],
+        hint: "a scalar head at the last token, or beta x the completion's mean log-prob under the model's own head, or both",
+      },
+      { path: 'rm.beta', label: 'Likelihood scale (beta)', kind: 'num' },
       { path: 'rm.samplesPerTask', label: 'Samples per task', kind: 'int' },
       { path: 'rm.steps', label: 'Steps', kind: 'int' },
       {

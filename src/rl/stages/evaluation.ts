@@ -35,9 +35,10 @@ export interface Summary {
         heldout_pairwise_accuracy: number;
         train_pairwise_accuracy: number;
         heldout_pairs: number;
-        /** with early stopping (rm.valShare): the step kept and its validation pairwise accuracy */
+        /** with early stopping (rm.valShare): the step kept (0: the untrained model), its validation pairwise accuracy, and the untrained model's (absent in runs before it was measured) */
         best_step?: number;
         val_pairwise_accuracy?: number;
+        val_start_pairwise_accuracy?: number;
         /** the held-out pairs ranked without training (RmResult.baselines); absent for a reward model trained before they were measured */
         heldout_baselines?: { policy_mean_logp: number; longer: number; shorter: number };
       }
@@ -152,7 +153,11 @@ export async function evaluateStage(ctx: RunContext, policy: Policy, phase: 'sft
 /** A trained reward model's line in a summary: held-out pairwise accuracy, the step kept, and what it ranks against untrained. */
 export function rmSummaryText(rm: Exclude<Summary['rm'], { skipped: string } | null>): string {
   const pct = (x: number) => `${(x * 100).toFixed(1)}%`;
-  const kept = rm.best_step === undefined ? '' : ` (step ${rm.best_step} kept: validation ${pct(rm.val_pairwise_accuracy!)})`;
+  const start = rm.val_start_pairwise_accuracy === undefined ? '' : `, untrained ${pct(rm.val_start_pairwise_accuracy)}`;
+  const kept =
+    rm.best_step === undefined
+      ? ''
+      : ` (${rm.best_step === 0 ? 'the untrained model' : `step ${rm.best_step}`} kept: validation ${pct(rm.val_pairwise_accuracy!)}${start})`;
   const b = rm.heldout_baselines;
   const untrained = b
     ? `; untrained: the policy's own likelihood ${pct(b.policy_mean_logp)}, the longer first ${pct(b.longer)}, the shorter first ${pct(b.shorter)}`
@@ -177,6 +182,7 @@ export async function writeSummary(ctx: RunContext, sft: SftSummary, rm: RmJson 
             train_pairwise_accuracy: rm.trainAccuracy,
             heldout_pairs: rm.heldoutPairs,
             ...(rm.bestStep === undefined ? {} : { best_step: rm.bestStep, val_pairwise_accuracy: rm.valAccuracy! }),
+            ...(rm.valStartAccuracy === undefined ? {} : { val_start_pairwise_accuracy: rm.valStartAccuracy }),
             ...(rm.baselines
               ? {
                   heldout_baselines: {

@@ -69,7 +69,13 @@ export async function rewardModelStage(ctx: RunContext, sft: SftStageResult): Pr
         'rm/baseline_policy_logp_accuracy': r.baselines.policyMeanLogp,
         'rm/baseline_longer_accuracy': r.baselines.longer,
         'rm/baseline_shorter_accuracy': r.baselines.shorter,
-        ...(r.bestStep === undefined ? {} : { 'rm/best_step': r.bestStep, 'rm/val_pairwise_accuracy': r.valAccuracy! }),
+        ...(r.bestStep === undefined
+          ? {}
+          : {
+              'rm/best_step': r.bestStep,
+              'rm/val_pairwise_accuracy': r.valAccuracy!,
+              'rm/val_start_pairwise_accuracy': r.valStartAccuracy!,
+            }),
       });
     } catch (e) {
       if (!(e instanceof NoPairsError)) throw e;
