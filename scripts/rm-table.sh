@@ -10,7 +10,8 @@
 # RM_HELDOUT (0.3), RM_LR (1e-3), RM_LORA_LR (the LoRA model's rate, default RM_LR), RM_VAL
 # (rm.valShare: early stopping on that share of the training tasks, default 0: off) and
 # RM_EVAL_EVERY (25), RM_SCORE (rm.score: value, likelihood or value+likelihood; default value),
-# RM_BETA (rm.beta, 1), RM_LORA_TARGETS (c_attn,c_proj,c_fc) and RM_VARIANTS ("lora full") override.
+# RM_BETA (rm.beta, 1), RM_LORA_TARGETS (c_attn,c_proj,c_fc), RM_LORA_RATIO (lora.lrRatio, LoRA+; 1)
+# and RM_VARIANTS ("lora full") override.
 set -euo pipefail
 out=${1:-runs/rm-table}; shift || true
 seeds=("$@"); [ $# -eq 0 ] && seeds=(1 2 3)
@@ -25,7 +26,7 @@ for s in "${seeds[@]}"; do tiny_hf "$out" "$s" '{"rl":{"iterations":0}}' & done;
 pids=()
 targets=$(echo "${RM_LORA_TARGETS:-c_attn,c_proj,c_fc}" | sed 's/[^,][^,]*/"&"/g')
 for s in "${seeds[@]}"; do for v in ${RM_VARIANTS:-lora full}; do
-  if [ $v = lora ]; then lr=${RM_LORA_LR:-${RM_LR:-1e-3}}; extra=",\"lora\":{\"rank\":8,\"targets\":[$targets]}"
+  if [ $v = lora ]; then lr=${RM_LORA_LR:-${RM_LR:-1e-3}}; extra=",\"lora\":{\"rank\":8,\"targets\":[$targets],\"lrRatio\":${RM_LORA_RATIO:-1}}"
   else lr=${RM_LR:-1e-3}; extra=''; fi
   rmrun "$s" "$v" "$lr" "$extra" & pids+=($!)
   if [ ${#pids[@]} -ge 2 ]; then wait "${pids[0]}"; pids=("${pids[@]:1}"); fi

@@ -37,7 +37,7 @@ export async function rewardModelStage(ctx: RunContext, sft: SftStageResult): Pr
     params = policies.readCheckpoint(spec, ckpt).params;
   } else {
     const samples = await labelledSamples(ctx, sft);
-    const optim = { ...DEFAULT_OPTIM, lr: cfg.rm.lr, weightDecay: 0 };
+    const optim = { ...DEFAULT_OPTIM, lr: cfg.rm.lr, weightDecay: 0, loraPlusRatio: cfg.lora?.lrRatio ?? 1 };
     const rm = policies.fromParams(spec, sft.params, optim);
     const reloaded: (typeof rm)[] = []; // early stopping's best step, when it is not the last (disposed with rm)
     try {
