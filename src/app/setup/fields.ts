@@ -78,9 +78,9 @@ export const SECTIONS: Section[] = [
         label: 'Score',
         kind: 'enum',
         values: ['value', 'likelihood', 'value+likelihood'],
-        hint: "a scalar head at the last token, or beta x the completion's mean log-prob under the model's own head, or both",
+        hint: 'a head at the last token, beta x the mean token log-prob, or both',
       },
-      { path: 'rm.beta', label: 'Likelihood scale (beta)', kind: 'num' },
+      { path: 'rm.beta', label: 'Likelihood scale', kind: 'num', hint: 'beta' },
       { path: 'rm.samplesPerTask', label: 'Samples per task', kind: 'int' },
       { path: 'rm.steps', label: 'Steps', kind: 'int' },
       {
