@@ -48,6 +48,9 @@ describe('RL config', () => {
     expect(() => resolveConfig('tiny', { rm: { score: 'logits' } })).toThrow(
       /config\.rm\.score: must be one of value, likelihood, value\+likelihood, got "logits"/,
     );
+    expect(() => resolveConfig('tiny', { rm: { score: 'likelihood', objective: 'regression' } })).toThrow(
+      /config\.rm\.score: "likelihood" cannot be trained by regression/,
+    );
     expect(() => resolveConfig('tiny', { rm: { beta: 0 } })).toThrow(/config\.rm\.beta: must be a number in \[0\.001, 1000\], got 0/);
   });
 });

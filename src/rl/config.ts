@@ -522,6 +522,10 @@ export function validateRlConfig(input: unknown): RlConfig {
   // a run's config.json written before rm.score existed: its reward model was a value head
   if (isObject(c.rm) && c.rm.score === undefined && c.rm.beta === undefined) Object.assign(c.rm, { score: 'value', beta: 1 });
   checkSection(c.rm, SCHEMA.rm, 'config.rm');
+  if (c.rm.objective === 'regression' && c.rm.score === 'likelihood')
+    throw new RlConfigError(
+      'config.rm.score: "likelihood" cannot be trained by regression (a mean log-prob is negative and has no offset to reach the labels); use objective "bt", or score "value+likelihood"',
+    );
   checkSection(c.rl, SCHEMA.rl, 'config.rl', ['kl', 'reference']);
   if (c.rl.reference !== undefined) checkReferenceRef(c.rl.reference);
   checkSection(c.rl.kl, SCHEMA.kl, 'config.rl.kl');

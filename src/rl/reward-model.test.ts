@@ -85,7 +85,7 @@ describe('reward model', () => {
     ['value', 'bt'],
     ['likelihood', 'bt'],
     ['value+likelihood', 'bt'],
-    ['likelihood', 'regression'],
+    ['value+likelihood', 'regression'],
   ] as const) {
     test(`a step's gradient is the gradient of the loss of the scores: ${score}, ${objective}`, async () => {
       const scoring: RmScoring = { score, beta: 1.7 };
