@@ -38,8 +38,8 @@ describe('RL config', () => {
     expect(() => resolveConfig('tiny', { reward: { testPass: -1 } })).toThrow(/config\.reward\.testPass/);
     expect(() => resolveConfig('tiny', { explore: { api: 'loud' } })).toThrow(/config\.explore\.api: must be one of off, bias, mask/);
   });
-  test("rm.score: the value head by default, a run's config.json from before it existed reads as one, and its values are checked", () => {
-    expect(resolveConfig('tiny').rm).toMatchObject({ score: 'value', beta: 1 });
+  test("rm.score: the likelihood by default, a run's config.json from before it existed reads as a value head, and its values are checked", () => {
+    expect(resolveConfig('tiny').rm).toMatchObject({ score: 'likelihood', beta: 2, lr: 1e-4 });
     const old = structuredClone(resolveConfig('tiny')) as unknown as { rm: Record<string, unknown> };
     delete old.rm.score;
     delete old.rm.beta;

@@ -67,7 +67,7 @@ const lines = (s: MemoryRunDir, name: string) =>
 describe('pipeline', () => {
   test('runs every stage and writes the run directory; a rerun resumes without redoing', async () => {
     const store = new MemoryRunDir();
-    const cfg = miniConfig({ rm: { objective: 'regression', steps: 2, batch: 4 } });
+    const cfg = miniConfig({ rm: { objective: 'regression', score: 'value+likelihood', steps: 2, batch: 4 } });
     const summary = await run(cfg, store);
     expect(summary).toMatchObject({
       preset: 'tiny',
@@ -155,7 +155,7 @@ describe('pipeline', () => {
 
     // another config in the same directory is refused
     await expect(run(miniConfig({ rl: { iterations: 3 } }), store)).rejects.toThrow(
-      /different config or seed: rm\.objective \(stored "regression", given "bt"\); rl\.iterations \(stored 2, given 3\); resume it/,
+      /different config or seed: rm\.objective \(stored "regression", given "bt"\); rm\.score \(stored "value\+likelihood", given "likelihood"\); rl\.iterations \(stored 2, given 3\); resume it/,
     );
   }, 300_000);
 

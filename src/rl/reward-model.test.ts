@@ -51,32 +51,38 @@ describe('reward model', () => {
     ]);
   });
 
-  test('Bradley-Terry training ranks held-out pairs it never saw', async () => {
-    const cfg = { ...resolveConfig('tiny').rm, steps: 60, batch: 8, lr: 1e-2, heldoutShare: 0.3 };
-    const rm = createBackend('cpu', {
-      config,
-      params: initParams(paramTable(config), 2),
-      optim: { ...DEFAULT_OPTIM, lr: cfg.lr, weightDecay: 0 },
-    });
-    const samples = toySamples(40);
-    const before = await rmScores(
-      rm,
-      samples.map((s) => s.seq),
-      15,
-    );
-    const r = await trainRewardModel(rm, samples, cfg, 1, 15);
-    expect(r.heldoutPairs).toBeGreaterThan(4);
-    expect(r.history[r.history.length - 1]!.loss).toBeLessThan(r.history[0]!.loss);
-    expect(r.trainAccuracy).toBeGreaterThan(0.9);
-    expect(r.heldoutAccuracy).toBeGreaterThan(0.8);
-    const after = await rmScores(
-      rm,
-      samples.map((s) => s.seq),
-      15,
-    );
-    expect(after).not.toEqual(before);
-    expect(Number.isFinite(r.scoreStd) && r.scoreStd > 0).toBe(true);
-  }, 120_000);
+  test.each(['value', 'likelihood'] as const)(
+    'Bradley-Terry training ranks held-out pairs it never saw: score %s',
+    async (score) => {
+      const cfg = { ...resolveConfig('tiny').rm, score, steps: 60, batch: 8, lr: 1e-2, heldoutShare: 0.3 };
+      const rm = createBackend('cpu', {
+        config,
+        params: initParams(paramTable(config), 2),
+        optim: { ...DEFAULT_OPTIM, lr: cfg.lr, weightDecay: 0 },
+      });
+      const samples = toySamples(40);
+      const before = await rmScores(
+        rm,
+        samples.map((s) => s.seq),
+        15,
+        cfg,
+      );
+      const r = await trainRewardModel(rm, samples, cfg, 1, 15);
+      expect(r.heldoutPairs).toBeGreaterThan(4);
+      expect(r.history[r.history.length - 1]!.loss).toBeLessThan(r.history[0]!.loss);
+      expect(r.trainAccuracy).toBeGreaterThan(0.9);
+      expect(r.heldoutAccuracy).toBeGreaterThan(0.8);
+      const after = await rmScores(
+        rm,
+        samples.map((s) => s.seq),
+        15,
+        cfg,
+      );
+      expect(after).not.toEqual(before);
+      expect(Number.isFinite(r.scoreStd) && r.scoreStd > 0).toBe(true);
+    },
+    120_000,
+  );
 
   // One step with Adam at beta1 = beta2 = 0, eps 1 and lr 1 moves every parameter by -g / (|g| + 1): the
   // step's gradient g read back exactly, then checked against central differences of the loss
