@@ -108,9 +108,6 @@ export function makePairs(samples: readonly LabelledSample[]): Pair[] {
 /** How a reward model scores a sequence (RewardModelConfig.score and .beta). */
 export type RmScoring = Pick<RewardModelConfig, 'score' | 'beta'>;
 
-/** Today's scoring, and what an rm.json or checkpoint written before rm.score existed means. */
-export const VALUE_SCORING: RmScoring = { score: 'value', beta: 1 };
-
 interface ScoreParts {
   /** the score of each sequence */
   scores: number[];
@@ -139,12 +136,7 @@ async function scoreParts(rm: PolicyBackend, seqs: readonly Sequence[], padId: n
  * beta times the mean log-prob of its completion tokens under the model's own LM head
  * ("likelihood", SimPO's implicit reward), or their sum ("value+likelihood").
  */
-export async function rmScores(
-  rm: PolicyBackend,
-  seqs: readonly Sequence[],
-  padId: number,
-  scoring: RmScoring = VALUE_SCORING,
-): Promise<number[]> {
+export async function rmScores(rm: PolicyBackend, seqs: readonly Sequence[], padId: number, scoring: RmScoring): Promise<number[]> {
   return (await scoreParts(rm, seqs, padId, scoring)).scores;
 }
 
