@@ -19,10 +19,10 @@ describe('rmSummaryText', () => {
   });
   test('early stopping that kept the untrained model, with the validation accuracy before training', () => {
     expect(rmSummaryText({ ...rm, best_step: 0, val_pairwise_accuracy: 0.7, val_start_pairwise_accuracy: 0.7 })).toBe(
-      'held-out pairwise accuracy 58.6% over 1032 pairs (the untrained model kept: validation 70.0%, untrained 70.0%)',
+      'held-out pairwise accuracy 58.6% over 1032 pairs (the untrained model kept: validation 70.0%)',
     );
     expect(rmSummaryText({ ...rm, best_step: 50, val_pairwise_accuracy: 0.8, val_start_pairwise_accuracy: 0.7 })).toBe(
-      'held-out pairwise accuracy 58.6% over 1032 pairs (step 50 kept: validation 80.0%, untrained 70.0%)',
+      'held-out pairwise accuracy 58.6% over 1032 pairs (step 50 kept: validation 80.0%, 70.0% before training)',
     );
   });
 });

@@ -153,7 +153,8 @@ export async function evaluateStage(ctx: RunContext, policy: Policy, phase: 'sft
 /** A trained reward model's line in a summary: held-out pairwise accuracy, the step kept, and what it ranks against untrained. */
 export function rmSummaryText(rm: Exclude<Summary['rm'], { skipped: string } | null>): string {
   const pct = (x: number) => `${(x * 100).toFixed(1)}%`;
-  const start = rm.val_start_pairwise_accuracy === undefined ? '' : `, untrained ${pct(rm.val_start_pairwise_accuracy)}`;
+  const start =
+    rm.val_start_pairwise_accuracy === undefined || rm.best_step === 0 ? '' : `, ${pct(rm.val_start_pairwise_accuracy)} before training`;
   const kept =
     rm.best_step === undefined
       ? ''
