@@ -83,6 +83,7 @@ export const SECTIONS: Section[] = [
       { path: 'rm.beta', label: 'Likelihood scale', kind: 'num', hint: 'beta' },
       { path: 'rm.samplesPerTask', label: 'Samples per task', kind: 'int' },
       { path: 'rm.steps', label: 'Steps', kind: 'int' },
+      { path: 'rm.lr', label: 'Learning rate', kind: 'num', hint: 'a fresh value head wants about 1e-3' },
       {
         path: 'rm.valShare',
         label: 'Validation share',
