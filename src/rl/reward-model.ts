@@ -140,6 +140,26 @@ export async function rmScores(rm: PolicyBackend, seqs: readonly Sequence[], pad
   return (await scoreParts(rm, seqs, padId, scoring)).scores;
 }
 
+/** The scores of the samples `pairs` name, indexed as `samples` (only those samples go through the model). */
+async function pairScores(
+  rm: PolicyBackend,
+  samples: readonly LabelledSample[],
+  pairs: readonly Pair[],
+  padId: number,
+  scoring: RmScoring,
+): Promise<number[]> {
+  const idx = [...new Set(pairs.flatMap((p) => [p.better, p.worse]))];
+  const r = await rmScores(
+    rm,
+    idx.map((i) => samples[i]!.seq),
+    padId,
+    scoring,
+  );
+  const scores: number[] = [];
+  idx.forEach((i, k) => (scores[i] = r[k]!));
+  return scores;
+}
+
 function pairAccuracy(pairs: readonly Pair[], scores: readonly number[], tie = 0): number {
   if (!pairs.length) return NaN;
   let right = 0;
@@ -300,19 +320,7 @@ export async function trainRewardModel<P extends PolicyBackend>(
   const heldPairs = pairsOf('held');
   const valPairs = pairsOf('val');
   if (cfg.objective === 'bt' && !trainPairs.length) throw new NoPairsError(samples.length);
-  // the validation pairs' samples, scored at each validation (indices into samples, and back)
-  const valIdx = [...new Set(valPairs.flatMap((p) => [p.better, p.worse]))];
-  const validate = async (): Promise<number> => {
-    const r = await rmScores(
-      rm,
-      valIdx.map((i) => samples[i]!.seq),
-      padId,
-      cfg,
-    );
-    const scores: number[] = [];
-    valIdx.forEach((i, k) => (scores[i] = r[k]!));
-    return pairAccuracy(valPairs, scores);
-  };
+  const validate = async (): Promise<number> => pairAccuracy(valPairs, await pairScores(rm, samples, valPairs, padId, cfg));
   const baselines = await rankBaselines(rm, samples, heldPairs, padId);
   // early stopping's candidates start with the model before any step (bestStep 0): with a likelihood
   // part it already ranks pairs, and training that only loses on validation is not kept
@@ -376,15 +384,8 @@ async function rankBaselines(
   pairs: readonly Pair[],
   padId: number,
 ): Promise<RmBaselines> {
-  const idx = [...new Set(pairs.flatMap((p) => [p.better, p.worse]))];
-  const { logp } = await scoreActions(
-    rm,
-    idx.map((i) => samples[i]!.seq),
-    padId,
-    1,
-  );
-  const meanLogp: number[] = [];
-  idx.forEach((i, k) => (meanLogp[i] = logp[k]!.reduce((a, b) => a + b, 0) / Math.max(1, logp[k]!.length)));
+  // the likelihood score at beta 1 is the mean log-prob per completion token
+  const meanLogp = await pairScores(rm, samples, pairs, padId, { score: 'likelihood', beta: 1 });
   const longer = pairAccuracy(
     pairs,
     samples.map((s) => actionCount(s.seq)),
