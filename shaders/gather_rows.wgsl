@@ -17,7 +17,8 @@ struct Params {
 
 @group(0) @binding(0) var<storage, read_write> out: array<f32>;  // (N, C)
 @group(0) @binding(1) var<storage, read> ids: array<u32>;        // (N)
-@group(0) @binding(2) var<storage, read> table: array<f32>;      // (rows, C)
+// @binding(2) table (rows, C): declared with `fn tableAt(i) -> f32` by the appended weightReader
+// (kernels/weight_format.ts): f32, or packed f16 / bf16.
 @group(0) @binding(3) var<uniform> params: Params;
 
 override WG_X: u32 = 256;
@@ -35,7 +36,7 @@ fn main(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg:
   if (id < params.v0 || id - params.v0 >= params.rows) {
     return;  // another chunk's row
   }
-  let v = table[(id - params.v0) * C + c];
+  let v = tableAt((id - params.v0) * C + c);
   if (params.accumulate != 0u) {
     out[i] += v;
   } else {

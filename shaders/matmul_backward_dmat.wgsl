@@ -30,7 +30,8 @@ struct Params {
 
 @group(0) @binding(0) var<storage, read_write> grad: array<f32>;  // (R, S), accumulated
 @group(0) @binding(1) var<storage, read> a: array<f32>;            // (R, lda) columns [acol0, acol0 + Q), or (Q, lda) columns [acol0, acol0 + R) when A_T
-@group(0) @binding(2) var<storage, read> b: array<f32>;            // (Q, S)
+// @binding(2) b (Q, S): declared with `fn bAt(i) -> f32` by the appended weightReader
+// (kernels/weight_format.ts): f32, or a frozen weight packed as f16 / bf16 (dinp only).
 @group(0) @binding(3) var<uniform> params: Params;
 
 override WG_X: u32 = 16;
@@ -88,7 +89,7 @@ fn main(
       let q = e / BN;
       var v = 0.0;
       if (q0 + q < Q && s0 + c < S) {
-        v = b[(q0 + q) * S + s0 + c];
+        v = bAt((q0 + q) * S + s0 + c);
       }
       tileB[q * BN + c] = v;
     }
@@ -126,7 +127,7 @@ fn naive(@builtin(global_invocation_id) gid: vec3u) {
   }
   var sum = 0.0;
   for (var q = 0u; q < params.Q; q++) {
-    sum += loadA(r, q) * b[q * params.S + s];
+    sum += loadA(r, q) * bAt(q * params.S + s);
   }
   grad[r * params.S + s] += sum;
 }

@@ -1,5 +1,6 @@
 // out (M, N) = act(inp (M, K) · weight (N, K)^T + bias (N)), llm.c's convention (weight is (OC, C)).
-// Shape legend: M rows (= BT), K inner (= C), N output columns (= OC). Row-major f32.
+// Shape legend: M rows (= BT), K inner (= C), N output columns (= OC). Row-major f32; the weight
+// may be stored as packed f16 or bf16 (kernels/weight_format.ts), read widened to f32.
 //
 // Two entry points, the same bindings and overrides:
 //   main   tiled: a workgroup computes a BM x BN tile of out (BM = 4 * WG_Y, BN = 4 * WG_X); each
@@ -31,7 +32,8 @@ struct Params {
 @group(0) @binding(0) var<storage, read_write> out: array<f32>;  // (M, ldo), columns [col0, col0 + N) written
 @group(0) @binding(1) var<storage, read_write> pre: array<f32>;  // (M, ldo) when WRITE_PRE, as out
 @group(0) @binding(2) var<storage, read> inp: array<f32>;        // (M, K)
-@group(0) @binding(3) var<storage, read> weight: array<f32>;     // (N, K)
+// @binding(3) weight (N, K): declared with `fn weightAt(i) -> f32` by the appended weightReader
+// (kernels/weight_format.ts), f32 or packed 16-bit.
 @group(0) @binding(4) var<storage, read> bias: array<f32>;       // (N) when HAS_BIAS
 @group(0) @binding(5) var<uniform> params: Params;
 
@@ -110,7 +112,7 @@ fn main(
       let n = n0 + c;
       var v = 0.0;
       if (n < N && k0 + k < K) {
-        v = weight[n * K + k0 + k];
+        v = weightAt(n * K + k0 + k);
       }
       tileB[k * BN + c] = v;
     }
@@ -149,7 +151,7 @@ fn naive(@builtin(global_invocation_id) gid: vec3u) {
   let K = params.K;
   var sum = 0.0;
   for (var k = 0u; k < K; k++) {
-    sum += inp[m * K + k] * weight[n * K + k];
+    sum += inp[m * K + k] * weightAt(n * K + k);
   }
   store(m, n, sum);
 }

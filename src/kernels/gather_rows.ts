@@ -8,6 +8,9 @@
  * Shape legend: N rows (= BT), C channels, V vocabulary, a chunk holds table rows
  * [v0, v0 + rows) of the V. Row-major f32; ids u32.
  *
+ * The table may be stored packed as f16 / bf16 (gatherRowsFor(format), ./weight_format.ts): a frozen
+ * embedding at half the memory. Its chunks then hold twice the rows (gatherRowChunks' elemBytes).
+ *
  * Ids are not checked on the GPU: an id no chunk holds leaves its row of out as it was.
  *
  * Backward (recordGatherRowsBackward): the scatter-add dtable[ids[n] - v0] += dout[n] into each
@@ -23,6 +26,7 @@ import { linearWorkgroups, type KernelSpec } from '../gpu/kernel';
 import type { BufferBinding, Recorder } from '../gpu/recorder';
 import type { GpuRuntime } from '../gpu/runtime';
 import { embeddingBackwardBuckets, embeddingBuckets } from './embedding';
+import { formatName, weightReader, type WeightFormat } from './weight_format';
 
 /** N ids gathering C channels from a chunk of `rows` table rows starting at id v0; accumulate 0 or 1. */
 export interface GatherRowsProblem {
@@ -35,14 +39,14 @@ export interface GatherRowsProblem {
 
 const WG = 256;
 
-/** out (N, C) rows n with v0 <= ids[n] < v0 + rows = (or +=) table (rows, C) row ids[n] - v0. */
-export const gatherRows: KernelSpec<GatherRowsProblem> = {
-  name: 'gather_rows',
-  wgsl,
+/** out (N, C) rows n with v0 <= ids[n] < v0 + rows = (or +=) table (rows, C) row ids[n] - v0; the table stored in `format`. */
+export const gatherRowsFor = (format: WeightFormat): KernelSpec<GatherRowsProblem> => ({
+  name: formatName('gather_rows', format),
+  wgsl: wgsl + weightReader('table', 2, format),
   bindings: [
     { name: 'out', kind: 'storage' }, // (N, C)
     { name: 'ids', kind: 'read-only-storage' }, // (N) u32
-    { name: 'table', kind: 'read-only-storage' }, // (rows, C)
+    { name: 'table', kind: 'read-only-storage' }, // (rows, C), f32 or packed 16-bit
     { name: 'params', kind: 'uniform' },
   ],
   workgroupSize: [WG],
@@ -54,15 +58,19 @@ export const gatherRows: KernelSpec<GatherRowsProblem> = {
     return linearWorkgroups(p.N * p.C, WG, limits);
   },
   uniforms: (p) => new Uint32Array([p.N, p.C, p.v0, p.rows, p.accumulate]),
-};
+});
+
+/** gatherRowsFor('f32'): a table of floats. */
+export const gatherRows: KernelSpec<GatherRowsProblem> = gatherRowsFor('f32');
 
 /**
- * Row chunks for a table of V rows of C f32 each: the largest number of rows whose bytes fit
+ * Row chunks for a table of V rows of C elements of `elemBytes` each (4: f32, 2: packed 16-bit,
+ * whose odd element count pads a last word): the largest number of rows whose bytes fit
  * `maxBytes` (the device's maxStorageBufferBindingSize), as [v0, rows] pairs covering [0, V).
  */
-export function gatherRowChunks(V: number, C: number, maxBytes: number): [number, number][] {
-  const per = Math.floor(maxBytes / (C * 4));
-  if (per < 1) throw new Error(`gatherRowChunks: one row of ${C} f32 exceeds ${maxBytes} bytes`);
+export function gatherRowChunks(V: number, C: number, maxBytes: number, elemBytes: 4 | 2 = 4): [number, number][] {
+  const per = Math.floor((elemBytes === 4 ? maxBytes : maxBytes - 2) / (C * elemBytes));
+  if (per < 1) throw new Error(`gatherRowChunks: one row of ${C} ${elemBytes === 4 ? 'f32' : '16-bit'} elements exceeds ${maxBytes} bytes`);
   const chunks: [number, number][] = [];
   for (let v0 = 0; v0 < V; v0 += per) chunks.push([v0, Math.min(per, V - v0)]);
   return chunks;

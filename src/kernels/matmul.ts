@@ -16,6 +16,9 @@
  * same stride (each chunk's block of dlogits); dbias assumes a dense dout, and checkMatmulProblem
  * refuses a strided problem unless told the caller handles it.
  *
+ * Weight storage: f32, or a frozen weight packed as f16 / bf16 (./weight_format.ts), read widened to
+ * f32 (MatmulForwardBuffers.weightFormat; each format is its own pipeline, `matmul_forward_tiled_f16`).
+ *
  * Both float64 references live here (matmulForwardRef, matmulBackwardRef); the backward kernels
  * are in ./matmul_backward.ts.
  */
@@ -24,6 +27,7 @@ import type { KernelSpec, WorkgroupCount } from '../gpu/kernel';
 import type { Bindings, BufferBinding, Recorder } from '../gpu/recorder';
 import type { GpuRuntime } from '../gpu/runtime';
 import { geluScalar } from './gelu';
+import { formatName, weightReader, type WeightFormat } from './weight_format';
 
 /** Dims of out (M, N) = inp (M, K) · weight (N, K)^T; the backward kernels use the same problem. */
 export interface MatmulProblem {
@@ -56,7 +60,7 @@ const MATMUL_BINDINGS = [
   { name: 'out', kind: 'storage' }, // (M, ldo), columns [col0, col0 + N) written
   { name: 'pre', kind: 'storage' }, // (M, ldo) pre-activation when variant.pre (as out), else any other buffer (unused)
   { name: 'inp', kind: 'read-only-storage' }, // (M, K)
-  { name: 'weight', kind: 'read-only-storage' }, // (N, K)
+  { name: 'weight', kind: 'read-only-storage' }, // (N, K), f32 or packed 16-bit (weightReader)
   { name: 'bias', kind: 'read-only-storage' }, // (N) when variant.bias, else any buffer (unused)
   { name: 'params', kind: 'uniform' },
 ] as const;
@@ -94,12 +98,16 @@ function variantConstants(v: MatmulForwardVariant): Record<string, number> {
   return { HAS_BIAS: v.bias ? 1 : 0, GELU: v.gelu ? 1 : 0, WRITE_PRE: v.pre ? 1 : 0 };
 }
 
-/** Tiled kernel: workgroup [wx, wy] threads computes a (4*wy) x (4*wx) tile of out. */
-export function matmulForwardTiled(v: MatmulForwardVariant, wg: MatmulWorkgroup = [16, 16]): KernelSpec<MatmulProblem> {
+/** Tiled kernel: workgroup [wx, wy] threads computes a (4*wy) x (4*wx) tile of out; the weight stored in `format`. */
+export function matmulForwardTiled(
+  v: MatmulForwardVariant,
+  wg: MatmulWorkgroup = [16, 16],
+  format: WeightFormat = 'f32',
+): KernelSpec<MatmulProblem> {
   const [wx, wy] = wg;
   return {
-    name: 'matmul_forward_tiled',
-    wgsl,
+    name: formatName('matmul_forward_tiled', format),
+    wgsl: wgsl + weightReader('weight', 3, format),
     entryPoint: 'main',
     bindings: MATMUL_BINDINGS,
     workgroupSize: [wx, wy],
@@ -112,12 +120,16 @@ export function matmulForwardTiled(v: MatmulForwardVariant, wg: MatmulWorkgroup 
   };
 }
 
-/** Naive kernel: one output per thread, workgroups of 16 x 16 outputs. */
-export function matmulForwardNaive(v: MatmulForwardVariant, wg: MatmulWorkgroup = [16, 16]): KernelSpec<MatmulProblem> {
+/** Naive kernel: one output per thread, workgroups of 16 x 16 outputs; the weight stored in `format`. */
+export function matmulForwardNaive(
+  v: MatmulForwardVariant,
+  wg: MatmulWorkgroup = [16, 16],
+  format: WeightFormat = 'f32',
+): KernelSpec<MatmulProblem> {
   const [wx, wy] = wg;
   return {
-    name: 'matmul_forward_naive', // its own name: the pipeline cache key does not include the entry point
-    wgsl,
+    name: formatName('matmul_forward_naive', format), // its own name: the pipeline cache key does not include the entry point
+    wgsl: wgsl + weightReader('weight', 3, format),
     entryPoint: 'naive',
     bindings: MATMUL_BINDINGS,
     workgroupSize: [wx, wy],
@@ -140,13 +152,14 @@ export function matmulWorkgroup(p: MatmulProblem): MatmulWorkgroup {
   return [16, 16];
 }
 
-/** Kernel selection: the spec to run for a shape, variant and strategy (default tiled). */
+/** Kernel selection: the spec to run for a shape, variant, strategy (default tiled) and weight format. */
 export function selectMatmulForward(
   p: MatmulProblem,
   v: MatmulForwardVariant,
   strategy: MatmulStrategy = 'tiled',
+  format: WeightFormat = 'f32',
 ): KernelSpec<MatmulProblem> {
-  return strategy === 'naive' ? matmulForwardNaive(v) : matmulForwardTiled(v, matmulWorkgroup(p));
+  return strategy === 'naive' ? matmulForwardNaive(v, [16, 16], format) : matmulForwardTiled(v, matmulWorkgroup(p), format);
 }
 
 /** The GPU buffers of one forward; bias and pre are optional (see the variant). */
@@ -155,6 +168,8 @@ export interface MatmulForwardBuffers {
   pre?: BufferBinding | null; // (M, ldo) as out, only with gelu
   inp: BufferBinding; // (M, K)
   weight: BufferBinding; // (N, K)
+  /** how `weight` is stored (default f32; ./weight_format.ts) */
+  weightFormat?: WeightFormat;
   bias?: BufferBinding | null; // (N)
 }
 
@@ -181,7 +196,7 @@ export async function recordMatmulForward(
   opts: { gelu?: boolean; strategy?: MatmulStrategy } = {},
 ): Promise<void> {
   checkMatmulProblem(p, 'matmul_forward', true);
-  const spec = selectMatmulForward(p, matmulForwardVariant(b, !!opts.gelu), opts.strategy);
+  const spec = selectMatmulForward(p, matmulForwardVariant(b, !!opts.gelu), opts.strategy, b.weightFormat);
   rec.dispatch(await rt.compile(spec), matmulForwardBindings(rt, b), p);
 }
 

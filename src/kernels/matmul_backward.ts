@@ -16,7 +16,9 @@
  * the two matrix products read dout (M, N) as the columns [col0, col0 + N) of an (M, ldo) matrix:
  * the LM head of a vocabulary in chunks takes each chunk's block of the (M, V) dlogits in place.
  * dbias reads a dense dout only (recordMatmulBackward refuses a strided problem with a bias).
- * A frozen weight (LoRA's base) passes dweight: null, and only dinp is computed.
+ * A frozen weight (LoRA's base) passes dweight: null, and only dinp is computed; it may be stored
+ * packed as f16 / bf16 (MatmulBackwardBuffers.weightFormat, ./weight_format.ts), which only a
+ * frozen weight can be.
  */
 import dbiasWgsl from '../../shaders/matmul_backward_dbias.wgsl';
 import dmatWgsl from '../../shaders/matmul_backward_dmat.wgsl';
@@ -31,6 +33,7 @@ import {
   type MatmulStrategy,
   type MatmulWorkgroup,
 } from './matmul';
+import { formatName, weightReader, type WeightFormat } from './weight_format';
 
 /** The float64 reference lives beside the forward one (src/model/cpu.ts imports both from ./matmul). */
 export { matmulBackwardRef } from './matmul';
@@ -43,12 +46,14 @@ function dims(p: MatmulProblem, grad: MatmulGrad): { R: number; Q: number; S: nu
   return grad === 'dinp' ? { R: p.M, Q: p.N, S: p.K } : { R: p.N, Q: p.M, S: p.K };
 }
 
-function dmatSpec(grad: MatmulGrad, strategy: MatmulStrategy, wg: MatmulWorkgroup): KernelSpec<MatmulProblem> {
+function dmatSpec(grad: MatmulGrad, strategy: MatmulStrategy, wg: MatmulWorkgroup, format: WeightFormat): KernelSpec<MatmulProblem> {
   const [wx, wy] = wg;
   const per = strategy === 'tiled' ? 4 : 1; // outputs per thread along each axis
+  if (grad === 'dweight' && format !== 'f32')
+    throw new Error('matmul_backward_dweight: its b is the f32 input; only dinp reads a packed weight');
   return {
-    name: `matmul_backward_${grad}_${strategy}`,
-    wgsl: dmatWgsl,
+    name: formatName(`matmul_backward_${grad}_${strategy}`, format),
+    wgsl: dmatWgsl + weightReader('b', 2, format),
     entryPoint: strategy === 'tiled' ? 'main' : 'naive',
     bindings:
       grad === 'dinp'
@@ -78,14 +83,18 @@ function dmatSpec(grad: MatmulGrad, strategy: MatmulStrategy, wg: MatmulWorkgrou
   };
 }
 
-/** dinp (M, K) += dout (M, N) · weight (N, K). Tiled: workgroup [wx, wy] owns a (4*wy) x (4*wx) tile. */
-export function matmulBackwardInp(strategy: MatmulStrategy = 'tiled', wg: MatmulWorkgroup = [16, 16]): KernelSpec<MatmulProblem> {
-  return dmatSpec('dinp', strategy, wg);
+/** dinp (M, K) += dout (M, N) · weight (N, K), weight stored in `format`. Tiled: workgroup [wx, wy] owns a (4*wy) x (4*wx) tile. */
+export function matmulBackwardInp(
+  strategy: MatmulStrategy = 'tiled',
+  wg: MatmulWorkgroup = [16, 16],
+  format: WeightFormat = 'f32',
+): KernelSpec<MatmulProblem> {
+  return dmatSpec('dinp', strategy, wg, format);
 }
 
 /** dweight (N, K) += dout^T · inp (M, K). Tiled: workgroup [wx, wy] owns a (4*wy) x (4*wx) tile. */
 export function matmulBackwardWeight(strategy: MatmulStrategy = 'tiled', wg: MatmulWorkgroup = [16, 16]): KernelSpec<MatmulProblem> {
-  return dmatSpec('dweight', strategy, wg);
+  return dmatSpec('dweight', strategy, wg, 'f32');
 }
 
 const BIAS_WG = [32, 8] as const; // 32 columns per workgroup, 8 row lanes
@@ -111,10 +120,11 @@ export const matmulBackwardBias: KernelSpec<MatmulProblem> = {
 export function selectMatmulBackward(
   p: MatmulProblem,
   strategy: MatmulStrategy = 'tiled',
+  format: WeightFormat = 'f32',
 ): { dinp: KernelSpec<MatmulProblem>; dweight: KernelSpec<MatmulProblem> } {
-  if (strategy === 'naive') return { dinp: matmulBackwardInp('naive'), dweight: matmulBackwardWeight('naive') };
+  if (strategy === 'naive') return { dinp: matmulBackwardInp('naive', [16, 16], format), dweight: matmulBackwardWeight('naive') };
   return {
-    dinp: matmulBackwardInp('tiled', matmulWorkgroup({ M: p.M, K: p.N, N: p.K })),
+    dinp: matmulBackwardInp('tiled', matmulWorkgroup({ M: p.M, K: p.N, N: p.K }), format),
     dweight: matmulBackwardWeight('tiled', matmulWorkgroup({ M: p.N, K: p.M, N: p.K })),
   };
 }
@@ -126,6 +136,8 @@ export interface MatmulBackwardBuffers {
   dout: BufferBinding; // (M, ldo), columns [col0, col0 + N) (dense (M, N) by default)
   inp: BufferBinding; // (M, K)
   weight: BufferBinding; // (N, K)
+  /** how `weight` is stored (default f32); a packed one must be frozen (dweight null) */
+  weightFormat?: WeightFormat;
 }
 
 /**
@@ -140,7 +152,10 @@ export async function recordMatmulBackward(
   strategy: MatmulStrategy = 'tiled',
 ): Promise<void> {
   checkMatmulProblem(p, 'matmul_backward', !b.dbias);
-  const specs = selectMatmulBackward(p, strategy);
+  const format = b.weightFormat ?? 'f32';
+  if (format !== 'f32' && b.dweight)
+    throw new Error(`matmul_backward: a ${format} weight is frozen storage, it has no gradient (dweight must be null)`);
+  const specs = selectMatmulBackward(p, strategy, format);
   rec.dispatch(await rt.compile(specs.dinp), { dinp: b.dinp, dout: b.dout, weight: b.weight }, p);
   if (b.dweight) rec.dispatch(await rt.compile(specs.dweight), { dweight: b.dweight, dout: b.dout, inp: b.inp }, p);
   if (b.dbias) rec.dispatch(await rt.compile(matmulBackwardBias), { dbias: b.dbias, dout: b.dout }, p);

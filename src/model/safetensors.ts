@@ -9,6 +9,8 @@
  * `model.safetensors.index.json` (sharded checkpoints) maps each tensor to its shard file.
  */
 
+import { f16ToF32 } from '../util/half';
+
 export type SafetensorsDtype = 'F32' | 'F16' | 'BF16';
 
 const DTYPE_BYTES: Record<SafetensorsDtype, number> = { F32: 4, F16: 2, BF16: 2 };
@@ -33,15 +35,8 @@ export class SafetensorsError extends Error {
   override readonly name = 'SafetensorsError';
 }
 
-/** IEEE half to float32. */
-export function f16ToF32(h: number): number {
-  const s = h & 0x8000 ? -1 : 1;
-  const e = (h >> 10) & 0x1f;
-  const m = h & 0x3ff;
-  if (e === 0) return s * m * 2 ** -24; // zero and subnormals
-  if (e === 31) return m ? NaN : s * Infinity;
-  return s * (1 + m / 1024) * 2 ** (e - 15);
-}
+/** IEEE half to float32 (util/half.ts; re-exported here, where the loader widens F16). */
+export { f16ToF32 };
 
 /** Reads a safetensors file's bytes; `file` names it in every error. */
 export function readSafetensors(bytes: Uint8Array, file: string): SafetensorsFile {
