@@ -108,7 +108,7 @@ describe('Hugging Face models in the app (Chromium)', () => {
       /^Qwen2ForCausalLM: 2 layers, d_model 32, 4 heads \(1 kv\) of 8, ffn 64, vocab 512 \([\d.]+k parameters, F16 widened to F32\)$/,
     );
     expect(await q.getByTestId('models-params').textContent()).toBe('50,432');
-    expect(await q.getByTestId('models-dtypes').textContent()).toBe('F16 (widened to F32 on load)');
+    expect(await q.getByTestId('models-dtypes').textContent()).toBe('F16 (kept 16-bit on the GPU when frozen: sampling, a LoRA base)');
     expect(await q.getByTestId('models-chat').textContent()).toMatch(/^yes/);
     const expectedFiles = (await readdir(QWEN2)).filter(isModelFile);
     expect(await opfsModelFiles(page, 'qwen2')).toEqual([...expectedFiles, 'manifest.json'].sort());

@@ -134,8 +134,9 @@ describe('coderl train --model', () => {
 
   test('refuses a plan over the budget, unknown targets, a missing adapter folder and --adapter without --model', async () => {
     const c = capture();
-    expect(await main([...args(join(root, 'x')), '--memory-budget', '0.001'], c.io)).toBe(2);
-    expect(c.err.join('\n')).toMatch(/does not fit 1\.0 MiB: weights .*total .*--memory-budget 0\.001 GiB/);
+    expect(await main([...args(join(root, 'x')), '--memory-budget', '0.0002'], c.io)).toBe(2);
+    // the fixture's F16 weights stay F16 under LoRA (lora.baseDtype "auto"), and the plan says so
+    expect(c.err.join('\n')).toMatch(/does not fit 209\.7 KiB: weights [\d.]+ KiB \(F16\), .*total .*--memory-budget 0\.0002 GiB/);
     const t = capture();
     expect(await main(args(join(root, 'y'), { ...SET, lora: { rank: 4, targets: ['c_attn'] } }), t.io)).toBe(2);
     expect(t.err.join('\n')).toMatch(/c_attn/);

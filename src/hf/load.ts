@@ -5,6 +5,7 @@
  * its chat template, generation_config.json -> the stop ids. Everything is checked here, before
  * any GPU work; each refusal names the folder, the file and the field or tensor.
  */
+import type { WeightFormat } from '../kernels/weight_format';
 import { archFromHfConfig, describeArch, type DecoderArch } from '../model/arch';
 import { weightsFromHf, type HfTensor } from '../model/hf-weights';
 import { readSafetensors, readSafetensorsIndex, type SafetensorsDtype } from '../model/safetensors';
@@ -146,6 +147,17 @@ export async function loadHfFolder(folder: ModelFolder): Promise<HfModel> {
     parameters,
     loadMs: performance.now() - t0,
   };
+}
+
+/**
+ * How a frozen copy of the model keeps its matrices on the GPU without changing a number
+ * (DecoderGpu's weightFormat): the checkpoint's own 16-bit dtype when every tensor has it (F16 or
+ * BF16, as SmolLM2 and Qwen2.5 ship), else f32 (an F32 tensor among them would be rounded).
+ */
+export function hfWeightFormat(dtypes: readonly string[]): WeightFormat {
+  if (dtypes.length === 1 && dtypes[0] === 'F16') return 'f16';
+  if (dtypes.length === 1 && dtypes[0] === 'BF16') return 'bf16';
+  return 'f32';
 }
 
 /** One line for logs: "Qwen2ForCausalLM: 24 layers, ... (494M parameters, BF16 widened to F32)". */

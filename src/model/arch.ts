@@ -11,6 +11,7 @@ import type { ModelConfig } from './config';
  * packed q|k|v row, F = dFf the MLP's hidden width, V vocabSize, L nLayer, maxT maxPositions.
  */
 import { LAYERNORM_EPS } from '../kernels/layernorm';
+import { weightBytes, type WeightFormat } from '../kernels/weight_format';
 
 export type ArchFamily = 'gpt2' | 'llama' | 'qwen2';
 
@@ -317,6 +318,23 @@ export function decoderTensors(a: DecoderArch): DecoderTensorSpec[] {
 /** Parameters of an architecture (what the tensors hold). */
 export function archParameterCount(a: DecoderArch): number {
   return decoderTensors(a).reduce((s, t) => s + t.shape.reduce((x, y) => x * y, 1), 0);
+}
+
+/**
+ * GPU bytes of the weights with the matrices (2-D tensors) stored in `format` and the rest f32, as
+ * DecoderGpu stores them (a 16-bit embedding split into several chunks pads each to whole words:
+ * at most 2 bytes a chunk more).
+ */
+export function archWeightBytes(a: DecoderArch, format: WeightFormat = 'f32'): number {
+  return decoderTensors(a).reduce(
+    (s, t) =>
+      s +
+      weightBytes(
+        t.shape.reduce((x, y) => x * y, 1),
+        t.shape.length === 2 ? format : 'f32',
+      ),
+    0,
+  );
 }
 
 /** The lab's ModelConfig of an architecture at a run's context: layers, width, heads, the model's vocabulary. */

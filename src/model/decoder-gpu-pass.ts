@@ -13,7 +13,7 @@
 import type { Recorder } from '../gpu/recorder';
 import type { GpuRuntime } from '../gpu/runtime';
 import { recordAttentionGqaBackward, recordAttentionGqaTrainForward } from '../kernels/attention_gqa_train';
-import { gatherRows, recordGatherRowsBackward } from '../kernels/gather_rows';
+import { gatherRowsFor, recordGatherRowsBackward } from '../kernels/gather_rows';
 import { geluBackward, geluForward } from '../kernels/gelu';
 import { layernormBackwardRows, layernormForward, layernormWorkgroup, recordLayernormBackward } from '../kernels/layernorm';
 import { recordLoraBackward, recordLoraForward, type LoraLinearProblem } from '../kernels/lora_linear';
@@ -67,7 +67,7 @@ async function kernels(rt: GpuRuntime, ctx: TrainPassContext) {
   const C = a.dModel;
   const rms = a.norm.kind === 'rmsnorm';
   const [gather, rmsF, lnF, add, ropeK, swigluF, swigluB, geluF, geluB] = await Promise.all([
-    rt.compile(gatherRows),
+    rt.compile(gatherRowsFor(ctx.model.weightFormat)), // the embedding's and position table's chunks
     rms ? rt.compile(rmsnormForward(rmsnormWorkgroup(C))) : null,
     rms ? null : rt.compile(layernormForward(layernormWorkgroup(C))),
     rt.compile(residualForward),
@@ -105,7 +105,8 @@ async function linear(
   Ntot: number,
 ): Promise<void> {
   const m = ctx.model;
-  await recordMatmulForward(rt, rec, { out, inp, weight: m.tensor(weight), bias: m.tensorOrNull(bias) }, { M: N, K, N: Ntot });
+  const b = { out, inp, weight: m.tensor(weight), weightFormat: m.formatOf(weight), bias: m.tensorOrNull(bias) };
+  await recordMatmulForward(rt, rec, b, { M: N, K, N: Ntot });
   for (const { i, m: mod } of adaptersOn(ctx, weight)) {
     const l = ctx.lora!;
     await recordLoraForward(rt, rec, { out, inp, A: l.A[i]!, B: l.B[i]!, xa: s.xa[i]! }, loraProblem(ctx, mod, N, K, Ntot));
@@ -135,7 +136,7 @@ async function linearBackward(
   await recordMatmulBackward(
     rt,
     rec,
-    { dinp, dweight: ctx.grad(weight), dbias, dout, inp, weight: m.tensor(weight) },
+    { dinp, dweight: ctx.grad(weight), dbias, dout, inp, weight: m.tensor(weight), weightFormat: m.formatOf(weight) },
     { M: N, K, N: Ntot },
   );
   for (const { i, m: mod } of adaptersOn(ctx, weight)) {
@@ -241,7 +242,12 @@ export async function recordTrainForward(rt: GpuRuntime, rec: Recorder, ctx: Tra
   norm(rec, k, ctx, s.hf, s.meanf, s.rstdf, s.resid[L]!, 'normf', BT); // hf = normf(final)
   // logits (BT, V) = hf . head^T, one column block [v0, v0 + rows) per chunk
   for (const c of m.headTable)
-    await recordMatmulForward(rt, rec, { out: s.logits, inp: s.hf, weight: c.buffer }, { M: BT, K: C, N: c.rows, ldo: V, col0: c.v0 });
+    await recordMatmulForward(
+      rt,
+      rec,
+      { out: s.logits, inp: s.hf, weight: c.buffer, weightFormat: c.format },
+      { M: BT, K: C, N: c.rows, ldo: V, col0: c.v0 },
+    );
   // lm_head's adapter adds to every column (lora.ts: its engine tensor is the head's, or the tied embedding's)
   for (const { i, m: mod } of adaptersOn(ctx, headTensor(a))) {
     const l = ctx.lora!;
@@ -282,7 +288,7 @@ export async function recordTrainBackward(
   rec.clear(s.dh).clear(s.dx);
   const dhead = ctx.chunkGrads('head');
   for (const [i, c] of m.headTable.entries()) {
-    const b = { dinp: s.dh, dweight: dhead?.[i] ?? null, dout: s.dlogits, inp: s.hf, weight: c.buffer };
+    const b = { dinp: s.dh, dweight: dhead?.[i] ?? null, dout: s.dlogits, inp: s.hf, weight: c.buffer, weightFormat: c.format };
     await recordMatmulBackward(rt, rec, b, { M: BT, K: C, N: c.rows, ldo: V, col0: c.v0 });
   }
   for (const { i, m: mod } of adaptersOn(ctx, headTensor(a))) {

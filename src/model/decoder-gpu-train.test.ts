@@ -28,7 +28,8 @@ import { HF_FIXTURE_NAMES, HF_FIXTURES, loadHfFixture } from '../testing/hf-fixt
 import { archDims, decoderTensors, type DecoderArch } from './arch';
 import { cpuGenerateOn } from './cpu-generate';
 import { DecoderCpu } from './decoder-cpu';
-import { DecoderGpu } from './decoder-gpu';
+import { hfWeightFormat } from '../hf/load';
+import { DecoderGpu, roundedWeights } from './decoder-gpu';
 import { decoderTrainMemory, DecoderGpuTrainer, type DecoderBatch, type DecoderLoraInit, type DecoderRlBatch } from './decoder-gpu-train';
 import { DecoderCpuTrainer } from './decoder-train-cpu';
 import { generateOn } from './generate';
@@ -48,7 +49,7 @@ interface Batch {
 
 /** The fixture: weights, the batch of grads.json as one DecoderBatch, PEFT's adapters. */
 function fixture(name: string) {
-  const { arch, weights, expected } = loadHfFixture(name);
+  const { arch, weights, expected, dtypes } = loadHfFixture(name);
   const dir = join(HF_FIXTURES, name);
   const b = (JSON.parse(readFileSync(join(dir, 'grads.json'), 'utf8')) as { batch: Batch }).batch;
   const [B, T] = [b.input_ids.length, b.input_ids[0]!.length];
@@ -78,7 +79,7 @@ function fixture(name: string) {
     A: modules.map((m) => adapter.get(peftKeys(m).A)!.data),
     B: modules.map((m) => adapter.get(peftKeys(m).B)!.data),
   };
-  return { arch, weights, batch, lora, expected };
+  return { arch, weights, batch, lora, expected, dtypes };
 }
 
 /** The batch's rows as micro-batches of one sequence each. */
@@ -304,6 +305,46 @@ describe('llama: LoRA training', () => {
     expect(losses.at(-1)!).toBeLessThan(losses[0]! - 0.1);
     const after = await readBase();
     after.forEach((b, i) => expect(b, `base buffer ${i}`).toEqual(before[i]));
+    t.dispose();
+    gpu.dispose();
+  });
+});
+
+/**
+ * A LoRA base stored 16-bit (DecoderGpu's weightFormat): Llama's BF16 and Qwen2's F16 in their own
+ * dtype, GPT-2's F32 forced to F16. The adapters' gradients and the loss equal the float64
+ * reference on the weights the base holds (roundedWeights), the adapted and the base forward too,
+ * and the trainer holds what decoderTrainMemory predicts for that format, with the base at about
+ * half its f32 bytes. Full fine-tuning of such a model is refused.
+ */
+describe.each(HF_FIXTURE_NAMES)('%s: LoRA on a 16-bit base', (name) => {
+  const { arch, weights, batch, lora, dtypes } = fixture(name);
+  const own = hfWeightFormat(dtypes);
+  const format = own === 'f32' ? 'f16' : own;
+
+  test(`gradients, logits and memory`, async () => {
+    const rounded = roundedWeights(arch, weights, format);
+    const want = cpuGrads(arch, rounded, batch, lora);
+    const gpu = new DecoderGpu(await testRuntime(), arch, weights, { weightFormat: format });
+    expect(() => new DecoderGpuTrainer(gpu, OPT)).toThrow(new RegExp(`frozen ${format}.*LoRA`));
+    const t = new DecoderGpuTrainer(gpu, OPT, lora);
+    const r = await t.computeGradients(rows(batch), true);
+    expect(Math.abs(r.loss! - want.loss) / want.loss, `loss ${r.loss} vs ${want.loss}`).toBeLessThan(1e-5);
+    expect(Math.abs(r.gradNorm! - want.gradNorm) / want.gradNorm).toBeLessThan(GRAD_TOL);
+    const got = await t.readGrads();
+    for (const [n, g] of want.grads) expect(maxRelDiff(got.get(n)!, g), `gradient of ${n}`).toBeLessThan(GRAD_TOL);
+    if (own === 'f32') {
+      const f32 = cpuGrads(arch, weights, batch, lora); // the rounding is visible in the gradients, and the test sees it
+      expect(Math.max(...[...f32.grads].map(([n, g]) => maxRelDiff(g, want.grads.get(n)!)))).toBeGreaterThan(GRAD_TOL);
+    }
+    const input = { tokens: batch.tokens, positions: batch.positions, start: batch.start, B: batch.B, T: batch.T };
+    expect(maxRelDiff(await t.forwardLogits(input), want.model.forward(input).logits), 'adapted').toBeLessThan(1e-4);
+    t.loraEnabled = false;
+    expect(maxRelDiff(await gpu.forward(input), new DecoderCpu(arch, rounded).forward(input).logits), 'base').toBeLessThan(1e-4);
+    t.acts(batch.B, batch.T);
+    const mem = t.memory();
+    expect(mem).toEqual(decoderTrainMemory(arch, batch.B, batch.T, lora, false, format));
+    expect(mem.weights / decoderTrainMemory(arch, 1, 1, null).weights).toBeLessThan(0.6);
     t.dispose();
     gpu.dispose();
   });

@@ -24,7 +24,8 @@ import { DTOK_FIELDS, packRollout, plane, planeStride, ppoLoss, PPO_STATS } from
 import { RL_ROLLOUT_FIELDS, RL_STAT_FIELDS, validateRlLossConfig, type RlLossConfig, type RlLossSums } from '../kernels/ppo_loss_ref';
 import { recordSum } from '../kernels/reduce_sum';
 import { accumulate } from '../kernels/residual';
-import { archParameterCount, decoderTensors, type DecoderArch } from './arch';
+import type { WeightFormat } from '../kernels/weight_format';
+import { archWeightBytes, decoderTensors, type DecoderArch } from './arch';
 import { checkInput, defaultPositions, type ForwardInput } from './cpu';
 import type { DecoderGpu } from './decoder-gpu';
 import { allocTrainActs, decoderTrainActFloats, destroyTrainActs, trainActBuffers, type DecoderTrainActs } from './decoder-gpu-acts';
@@ -105,8 +106,9 @@ export function decoderTrainMemory(
   T: number,
   lora: { modules: readonly LoraModule[]; rank: number } | null,
   withValueHead = false,
+  weightFormat: WeightFormat = 'f32',
 ): DecoderTrainMemory {
-  const weights = archParameterCount(arch) * 4;
+  const weights = archWeightBytes(arch, weightFormat);
   const adapters = lora ? adapterFloats(lora.modules, lora.rank) * 4 : 0;
   const valueHead = withValueHead ? (arch.dModel + 1) * 4 : 0;
   const grads = (lora ? adapters : weights) + valueHead;
@@ -150,6 +152,10 @@ export class DecoderGpuTrainer {
     const a = model.arch;
     if (a.headDim > GQA_TRAIN_MAX_HS)
       throw new Error(`DecoderGpuTrainer: head size ${a.headDim} exceeds the ${GQA_TRAIN_MAX_HS} the training attention serves`);
+    if (!lora && model.weightFormat !== 'f32')
+      throw new Error(
+        `DecoderGpuTrainer: full fine-tuning updates every weight, but this model's are stored as frozen ${model.weightFormat}; load it with weightFormat f32, or train LoRA adapters on it`,
+      );
     const f32 = (n: number, label: string) => rt.storage(n * 4, label);
     const add = (name: string, param: GPUBuffer, n: number, decay: boolean, grad?: GPUBuffer, plus = false) =>
       this.addTrainable(name, param, n, decay, grad, plus);

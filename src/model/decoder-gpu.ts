@@ -2,8 +2,12 @@
  * The data-described decoder (arch.ts) on WebGPU: GPT-2, Llama and Qwen2 from one forward,
  * recorded kernel by kernel in the order of the float64 reference (decoder-cpu.ts).
  *
- * Weights: one buffer per engine tensor, float32 (F16 and BF16 checkpoints are widened on load:
- * the adapters here have no shader-f16, so F16 storage could not be measured and is not used).
+ * Weights: one buffer per engine tensor. The matrices (every 2-D tensor: the linear layers, the
+ * embedding, an untied LM head, GPT-2's position table) are stored in `weightFormat`: f32, or packed
+ * 16-bit f16 / bf16 (kernels/weight_format.ts), half the memory, which only a frozen model can use
+ * (inference, or a LoRA base); the kernels widen each element to f32 as they read it, so this works
+ * on every adapter, shader-f16 or not. Norm weights and biases stay f32. A checkpoint stored in F16
+ * or BF16 keeps exactly its numbers that way (hfWeightFormat).
  * The embedding, and an untied LM head, are stored in row chunks that each fit
  * maxStorageBufferBindingSize: the runtime already asks the adapter for its largest limits
  * (gpu/adapter.ts), and a vocabulary still too big for one binding (Qwen2's 151,936 x 896 f32 is
@@ -21,7 +25,7 @@
 import type { BufferBinding, Recorder } from '../gpu/recorder';
 import type { GpuRuntime } from '../gpu/runtime';
 import { attentionGqaScratchFloats, GQA_MAX_SPLITS, kvWriteGqa, recordAttentionGqa } from '../kernels/attention_gqa';
-import { gatherRowChunks, gatherRows } from '../kernels/gather_rows';
+import { gatherRowChunks, gatherRows, gatherRowsFor } from '../kernels/gather_rows';
 import { geluForward } from '../kernels/gelu';
 import { layernormForward, layernormWorkgroup } from '../kernels/layernorm';
 import { recordMatmulForward } from '../kernels/matmul';
@@ -29,6 +33,7 @@ import { accumulate } from '../kernels/residual';
 import { rmsnormForward, rmsnormWorkgroup } from '../kernels/rmsnorm';
 import { rope, ropeTables } from '../kernels/rope';
 import { swigluForward } from '../kernels/swiglu';
+import { packWeights, roundWeights, weightBytes, type WeightFormat } from '../kernels/weight_format';
 import { archDims, decoderTensors, layerTensor, type DecoderArch } from './arch';
 import { checkInput, defaultPositions, type ForwardInput } from './cpu';
 import type { GpuDecoder, StepBuffers } from './generate';
@@ -63,6 +68,8 @@ export interface DecoderGpuChunk {
   v0: number;
   rows: number;
   buffer: GPUBuffer;
+  /** how the buffer stores its elements (the model's weightFormat) */
+  format: WeightFormat;
 }
 
 type Chunk = DecoderGpuChunk;
@@ -72,6 +79,8 @@ export interface DecoderGpuOptions {
   contextLength?: number;
   /** cap on the bytes of one embedding / LM-head chunk (tests force the split); default the device's binding limit */
   embedChunkBytes?: number;
+  /** how the 2-D weights are stored (default f32); f16 / bf16 round them (exact for a checkpoint of that dtype) and freeze them */
+  weightFormat?: WeightFormat;
 }
 
 /**
@@ -88,6 +97,8 @@ export class DecoderGpu implements GpuDecoder<DecoderGpuCache, DecoderStep> {
   readonly vocabSize: number;
   readonly contextLength: number;
   private readonly tensors = new Map<string, GPUBuffer>();
+  /** the tensors stored in weightFormat (the 2-D ones); the rest are f32 */
+  private readonly matrices = new Set<string>();
   private readonly embed: Chunk[];
   private readonly head: Chunk[];
   private readonly ropeCos: GPUBuffer | null = null;
@@ -95,6 +106,8 @@ export class DecoderGpu implements GpuDecoder<DecoderGpuCache, DecoderStep> {
   private readonly maxBinding: number;
   /** bytes of weights held on the GPU */
   readonly weightBytes: number;
+  /** how the 2-D weights are stored: f32 (trainable), or packed f16 / bf16 (frozen) */
+  readonly weightFormat: WeightFormat;
   /**
    * null (the default): the base model alone. Set (LoRA adapters, decoder-gpu-train.ts): called
    * after every linear layer of recordForward; GPT-2's GELU then runs apart from its matmul (on
@@ -118,13 +131,20 @@ export class DecoderGpu implements GpuDecoder<DecoderGpuCache, DecoderStep> {
       throw new Error(`DecoderGpu: contextLength ${this.contextLength} exceeds the model's ${arch.maxPositions} positions`);
     this.maxBinding = rt.limits.maxStorageBufferBindingSize;
     const chunkBytes = Math.min(opts.embedChunkBytes ?? Infinity, this.maxBinding);
+    const format = (this.weightFormat = opts.weightFormat ?? 'f32');
     let bytes = 0;
     const { dModel: C } = arch;
+    /** a tensor's buffer: f32, or the matrices packed in `format` (2-D) */
+    const upload = (data: Float32Array, matrix: boolean, label: string): GPUBuffer => {
+      const packed = matrix && format !== 'f32';
+      bytes += weightBytes(data.length, packed ? format : 'f32');
+      return rt.upload(packed ? packWeights(data, format, label) : data, label);
+    };
     const chunked = (name: string): Chunk[] => {
       const data = need(weights, name);
-      return gatherRowChunks(arch.vocabSize, C, chunkBytes).map(([v0, rows]) => {
-        bytes += rows * C * 4;
-        return { v0, rows, buffer: rt.upload(data.subarray(v0 * C, (v0 + rows) * C), `${name}[${v0}..${v0 + rows})`) };
+      return gatherRowChunks(arch.vocabSize, C, chunkBytes, format === 'f32' ? 4 : 2).map(([v0, rows]) => {
+        const buffer = upload(data.subarray(v0 * C, (v0 + rows) * C), true, `${name}[${v0}..${v0 + rows})`);
+        return { v0, rows, buffer, format };
       });
     };
     this.embed = chunked('embed');
@@ -135,10 +155,12 @@ export class DecoderGpu implements GpuDecoder<DecoderGpuCache, DecoderStep> {
       const size = t.shape.reduce((a, b) => a * b, 1);
       if (data.length !== size)
         throw new Error(`DecoderGpu: tensor ${t.name} has ${data.length} values, its shape [${t.shape}] needs ${size}`);
-      if (size * 4 > this.maxBinding)
-        throw new Error(`DecoderGpu: tensor ${t.name} (${size * 4} bytes) exceeds one storage binding (${this.maxBinding} bytes)`);
-      this.tensors.set(t.name, rt.upload(data, t.name));
-      bytes += size * 4;
+      const matrix = t.shape.length === 2;
+      const stored = weightBytes(size, matrix ? format : 'f32');
+      if (stored > this.maxBinding)
+        throw new Error(`DecoderGpu: tensor ${t.name} (${stored} bytes) exceeds one storage binding (${this.maxBinding} bytes)`);
+      this.tensors.set(t.name, upload(data, matrix, t.name));
+      if (matrix) this.matrices.add(t.name);
     }
     if (arch.positions.kind === 'rope') {
       const { cos, sin } = ropeTables(this.contextLength, arch.headDim, arch.positions.theta);
@@ -170,6 +192,11 @@ export class DecoderGpu implements GpuDecoder<DecoderGpuCache, DecoderStep> {
   /** tensor(name), or null when the architecture has no such tensor (a bias it does not carry). */
   tensorOrNull(name: string): GPUBuffer | null {
     return this.tOpt(name);
+  }
+
+  /** How tensor(name)'s buffer stores its elements: weightFormat for a matrix, f32 for a norm weight or a bias. */
+  formatOf(name: string): WeightFormat {
+    return this.matrices.has(name) ? this.weightFormat : 'f32';
   }
 
   /** The embedding's row chunks, in order of v0. */
@@ -258,8 +285,9 @@ export class DecoderGpu implements GpuDecoder<DecoderGpuCache, DecoderStep> {
     const { rt } = this;
     const C = this.arch.dModel;
     const rmsnorm = this.arch.norm.kind === 'rmsnorm';
-    const [gather, rms, ln, add, kvWrite, ropeK, swiglu, gelu] = await Promise.all([
+    const [gather, gatherW, rms, ln, add, kvWrite, ropeK, swiglu, gelu] = await Promise.all([
       rt.compile(gatherRows),
+      rt.compile(gatherRowsFor(this.weightFormat)),
       rmsnorm ? rt.compile(rmsnormForward(rmsnormWorkgroup(C))) : null,
       rmsnorm ? null : rt.compile(layernormForward(layernormWorkgroup(C))),
       rt.compile(accumulate),
@@ -268,7 +296,7 @@ export class DecoderGpu implements GpuDecoder<DecoderGpuCache, DecoderStep> {
       rt.compile(swigluForward),
       rt.compile(geluForward),
     ]);
-    return { gather, rms, ln, add, kvWrite, rope: ropeK, swiglu, gelu };
+    return { gather, gatherW, rms, ln, add, kvWrite, rope: ropeK, swiglu, gelu };
   }
 
   /**
@@ -295,9 +323,9 @@ export class DecoderGpu implements GpuDecoder<DecoderGpuCache, DecoderStep> {
 
     // x (BT, C) = embed[tokens] (+ pos[positions])
     for (const c of this.embed)
-      rec.dispatch(k.gather, { out: s.x, ids: tokens, table: c.buffer }, { N: BT, C, v0: c.v0, rows: c.rows, accumulate: 0 });
+      rec.dispatch(k.gatherW, { out: s.x, ids: tokens, table: c.buffer }, { N: BT, C, v0: c.v0, rows: c.rows, accumulate: 0 });
     if (a.positions.kind === 'learned') {
-      rec.dispatch(k.gather, { out: s.x, ids: positions, table: this.t('pos') }, { N: BT, C, v0: 0, rows: a.maxPositions, accumulate: 1 });
+      rec.dispatch(k.gatherW, { out: s.x, ids: positions, table: this.t('pos') }, { N: BT, C, v0: 0, rows: a.maxPositions, accumulate: 1 });
     }
     for (let l = 0; l < L; l++) {
       const p = (n: string) => layerTensor(l, n);
@@ -307,7 +335,7 @@ export class DecoderGpu implements GpuDecoder<DecoderGpuCache, DecoderStep> {
       await recordMatmulForward(
         rt,
         rec,
-        { out: s.qkv, inp: s.h, weight: this.t(p('qkv.w')), bias: this.tOpt(p('qkv.b')) },
+        { out: s.qkv, inp: s.h, weight: this.t(p('qkv.w')), weightFormat: this.weightFormat, bias: this.tOpt(p('qkv.b')) },
         { M: BT, K: C, N: W },
       );
       await hook?.(rec, p('qkv.w'), s.qkv, s.h, BT);
@@ -323,14 +351,14 @@ export class DecoderGpu implements GpuDecoder<DecoderGpuCache, DecoderStep> {
       await recordMatmulForward(
         rt,
         rec,
-        { out: s.o, inp: s.atty, weight: this.t(p('o.w')), bias: this.tOpt(p('o.b')) },
+        { out: s.o, inp: s.atty, weight: this.t(p('o.w')), weightFormat: this.weightFormat, bias: this.tOpt(p('o.b')) },
         { M: BT, K: QD, N: C },
       );
       await hook?.(rec, p('o.w'), s.o, s.atty, BT);
       rec.dispatch(k.add, { dst: s.x, src: s.o }, { n: BT * C });
       // MLP: x += down(swiglu(gate_up(norm2(x)))) or down(gelu(up(norm2(x))))
       this.norm(rec, k, s, s.h, s.x, p('norm2'), BT);
-      const upBufs = { out: s.u, inp: s.h, weight: this.t(p('up.w')), bias: this.tOpt(p('up.b')) };
+      const upBufs = { out: s.u, inp: s.h, weight: this.t(p('up.w')), weightFormat: this.weightFormat, bias: this.tOpt(p('up.b')) };
       await recordMatmulForward(rt, rec, upBufs, { M: BT, K: C, N: up }, { gelu: a.mlp === 'gelu' && !hook });
       await hook?.(rec, p('up.w'), s.u, s.h, BT);
       if (a.mlp === 'swiglu') rec.dispatch(k.swiglu, { out: s.act, gu: s.u }, { N: BT, F });
@@ -339,7 +367,7 @@ export class DecoderGpu implements GpuDecoder<DecoderGpuCache, DecoderStep> {
       await recordMatmulForward(
         rt,
         rec,
-        { out: s.o, inp: actBuf, weight: this.t(p('down.w')), bias: this.tOpt(p('down.b')) },
+        { out: s.o, inp: actBuf, weight: this.t(p('down.w')), weightFormat: this.weightFormat, bias: this.tOpt(p('down.b')) },
         { M: BT, K: F, N: C },
       );
       await hook?.(rec, p('down.w'), s.o, actBuf, BT);
@@ -354,7 +382,8 @@ export class DecoderGpu implements GpuDecoder<DecoderGpuCache, DecoderStep> {
     }
     this.norm(rec, k, s, s.hf, final, 'normf', rows);
     for (const c of this.head) {
-      await recordMatmulForward(rt, rec, { out: s.logits, inp: s.hf, weight: c.buffer }, { M: rows, K: C, N: c.rows, ldo: V, col0: c.v0 });
+      const head = { out: s.logits, inp: s.hf, weight: c.buffer, weightFormat: c.format };
+      await recordMatmulForward(rt, rec, head, { M: rows, K: C, N: c.rows, ldo: V, col0: c.v0 });
     }
     await hook?.(rec, headTensor(a), s.logits, s.hf, rows); // lm_head's adapter (lora.ts)
   }
@@ -415,6 +444,22 @@ export class DecoderGpu implements GpuDecoder<DecoderGpuCache, DecoderStep> {
 }
 
 type Kernels = Awaited<ReturnType<DecoderGpu['kernels']>>;
+
+/**
+ * The weights as a DecoderGpu with `format` holds them: the matrices rounded to it and widened back
+ * (kernels/weight_format.ts roundWeights; the same map for f32), so the CPU model can compute the
+ * same function. Exact, and a copy for nothing, when the checkpoint is stored in that format.
+ */
+export function roundedWeights(
+  a: DecoderArch,
+  weights: ReadonlyMap<string, Float32Array>,
+  format: WeightFormat,
+): Map<string, Float32Array> {
+  const out = new Map(weights);
+  if (format === 'f32') return out;
+  for (const t of decoderTensors(a)) if (t.shape.length === 2) out.set(t.name, roundWeights(need(weights, t.name), format, t.name));
+  return out;
+}
 
 function need(weights: ReadonlyMap<string, Float32Array>, name: string): Float32Array {
   const w = weights.get(name);

@@ -4,7 +4,10 @@
  * data/hf-fixtures, whose expected logits a PyTorch implementation following transformers'
  * modeling code wrote (scripts/hf-fixtures.py). Both engines, float64 CPU and WGSL, must match
  * within 1e-4 relative (|a - b| / max(|b|, rms(b)), as the ONNX parity measures): without a
- * cache, with a KV cache step by step, left padded, and greedy decoding.
+ * cache, with a KV cache step by step, left padded, and greedy decoding. With the matrices stored
+ * 16-bit on the GPU (DecoderGpu's weightFormat): the Llama (BF16) and Qwen2 (F16) checkpoints in
+ * their own dtype compute exactly their model, so PyTorch's numbers hold as they are; GPT-2 (F32)
+ * forced to F16 computes the rounded model, which the float64 CPU model on the rounded weights gives.
  */
 import { describe, expect, test } from 'vitest';
 import { maxRelDiff } from '../onnx/parity';
@@ -12,7 +15,9 @@ import { testRuntime } from '../testing/gpu';
 import { HF_FIXTURE_NAMES, loadHfFixture } from '../testing/hf-fixtures';
 import { cpuGenerateOn } from './cpu-generate';
 import { DecoderCpu } from './decoder-cpu';
-import { DecoderGpu } from './decoder-gpu';
+import { hfWeightFormat } from '../hf/load';
+import { archWeightBytes } from './arch';
+import { DecoderGpu, roundedWeights } from './decoder-gpu';
 import { generateOn } from './generate';
 
 const TOL = 1e-4;
@@ -25,7 +30,7 @@ function rows(logits: ArrayLike<number>, b: number, T: number, V: number, from: 
 }
 
 describe.each(HF_FIXTURE_NAMES)('%s fixture', (name) => {
-  const { arch, weights, expected: e } = loadHfFixture(name);
+  const { arch, weights, expected: e, dtypes } = loadHfFixture(name);
   const V = arch.vocabSize;
   const [B, T] = [e.input_ids.length, e.input_ids[0]!.length];
   const tokens = e.input_ids.flat();
@@ -83,6 +88,38 @@ describe.each(HF_FIXTURE_NAMES)('%s fixture', (name) => {
     expect(cpuGenerateOn(cpu, prompts, opts).tokens).toEqual(want);
     const gpu = await gpuModel();
     expect((await generateOn(gpu, prompts, opts)).tokens).toEqual(want);
+    gpu.dispose();
+  });
+
+  test('matrices stored 16-bit: logits (plain and left padded) and greedy ids of the model they hold', async () => {
+    const own = hfWeightFormat(dtypes);
+    const format = own === 'f32' ? 'f16' : own; // GPT-2's F32 forced to F16
+    const rounded = roundedWeights(arch, weights, format);
+    if (own !== 'f32') for (const [n, w] of weights) expect(rounded.get(n), `${n} is exact in ${format}`).toEqual(w);
+    const ref = new DecoderCpu(arch, rounded);
+    const C = arch.dModel;
+    const gpu = new DecoderGpu(await testRuntime(), arch, weights, { weightFormat: format, embedChunkBytes: Math.ceil(V / 3) * C * 2 + 2 });
+    expect(gpu.embedChunks).toBe(3);
+    const chunks = arch.tiedEmbeddings ? 3 : 6;
+    expect(gpu.weightBytes).toBeGreaterThanOrEqual(archWeightBytes(arch, format));
+    expect(gpu.weightBytes).toBeLessThanOrEqual(archWeightBytes(arch, format) + 2 * chunks);
+    expect(gpu.weightBytes).toBeLessThan(0.6 * archWeightBytes(arch, 'f32'));
+    const want = own === 'f32' ? ref.forward({ tokens, B, T }).logits : flat(e.logits);
+    if (own === 'f32') expect(maxRelDiff(want, flat(e.logits))).toBeGreaterThan(TOL); // the rounding shows
+    expect(maxRelDiff(await gpu.forward({ tokens, B, T }), want)).toBeLessThan(TOL);
+    const p = e.padded;
+    const start = p.attention_mask.map((m) => m.indexOf(1));
+    const input = { tokens: p.input_ids.flat(), positions: p.position_ids.flat(), start, B, T };
+    const padded = await gpu.forward(input);
+    const wantPadded = own === 'f32' ? ref.forward(input).logits : null;
+    for (let b = 0; b < B; b++) {
+      const w = wantPadded ? rows(wantPadded, b, T, V, start[b]!, T) : p.logits[b]!.flat();
+      expect(maxRelDiff(rows(padded, b, T, V, start[b]!, T), w)).toBeLessThan(TOL);
+    }
+    const prompts = e.greedy.prompts.map((q) => q.input_ids);
+    const opts = { maxNewTokens: e.greedy.max_new_tokens, temperature: 0, seed: 1 };
+    const ids = own === 'f32' ? cpuGenerateOn(ref, prompts, opts).tokens : e.greedy.prompts.map((q) => q.generated_ids);
+    expect((await generateOn(gpu, prompts, opts)).tokens).toEqual(ids);
     gpu.dispose();
   });
 

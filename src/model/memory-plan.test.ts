@@ -48,6 +48,27 @@ describe('planMemory', () => {
     );
   });
 
+  test('a BF16 LoRA base: the matrices at 2 bytes, the norms at 4; more sequences a micro-batch; full fine-tuning stays f32', () => {
+    const input = {
+      arch: SMOLLM2,
+      lora: { rank: 8, alpha: 16, targets: ['q_proj', 'v_proj'] },
+      sequences: 64,
+      seqLen: 384,
+      valueHead: false,
+      budgetBytes: 4 * GiB,
+    };
+    const f32 = planMemory(input);
+    const bf16 = planMemory({ ...input, weightFormat: 'bf16' });
+    const norms = 576 * (2 * 30 + 1); // two RMSNorm weights a layer and the final one: f32 either way
+    expect(bf16.weights).toBe((134_515_008 - norms) * 2 + norms * 4);
+    expect(bf16.weightFormat).toBe('bf16');
+    expect(bf16.microBatch).toBeGreaterThanOrEqual(f32.microBatch);
+    expect(describeMemoryPlan(bf16)).toMatch(/^weights 256\.6 MiB \(BF16\), adapters/);
+    expect(() => planMemory({ ...input, lora: null, weightFormat: 'f16' })).toThrow(
+      /full fine-tuning trains every weight, so they are f32, not f16/,
+    );
+  });
+
   test('full fine-tuning of Qwen2.5-0.5B in 4 GiB is refused with the numbers, and LoRA suggested', () => {
     expect(() => planMemory({ arch: QWEN, lora: null, sequences: 64, seqLen: 384, valueHead: true, budgetBytes: 4 * GiB })).toThrow(
       /the step does not fit 4\.00 GiB: weights 1\.84 GiB, gradients 1\.84 GiB, optimizer 3\.68 GiB, value head .*; total .* of 4\.00 GiB; use LoRA/,

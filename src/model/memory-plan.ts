@@ -5,18 +5,22 @@
  * saves per layer, the backward's scratch, the logits and their gradient). The micro-batch is
  * the largest number of sequences that fits the budget, so a step is that many sequences at a
  * time with gradient accumulation; a plan whose fixed part or single-sequence micro-batch does not
- * fit is refused with the numbers. All f32 (the engine's storage; see docs/models.md).
+ * fit is refused with the numbers. All f32 (the engine's storage; see docs/models.md), but for a
+ * LoRA base stored as packed F16 / BF16 (weightFormat: 2 bytes an element of every matrix).
  *
  * Per token and layer the training forward keeps (decoder-cpu.ts DecoderLayerActs, the same on
  * the GPU): x, h1, x2, h2 (4 C), qkv (W), atty (QD), u (2F SwiGLU / F GELU), act (F), the norms'
  * mean and rstd (4) and the attention's logsumexp (NH); the backward adds its scratch (the
  * residual gradient and one layer's gradients: about 2 C + W + QD + up + F).
  */
-import { archDims, archParameterCount, type DecoderArch } from './arch';
+import { archDims, archParameterCount, archWeightBytes, type DecoderArch } from './arch';
 import { loraModules, type LoraConfig } from './lora';
+import type { WeightFormat } from '../kernels/weight_format';
 
 export interface MemoryPlanInput {
   arch: DecoderArch;
+  /** how the matrices are stored (default f32; 16-bit only for a frozen LoRA base) */
+  weightFormat?: WeightFormat;
   /** LoRA settings, or null: full fine-tuning */
   lora: LoraConfig | null;
   /** sequences per RL iteration (prompts x samples) */
@@ -31,6 +35,8 @@ export interface MemoryPlanInput {
 
 export interface MemoryPlan {
   weights: number;
+  /** how the matrices among them are stored */
+  weightFormat: WeightFormat;
   /** adapters (LoRA) or nothing extra (full: the weights train themselves) */
   adapters: number;
   /** trainable gradients */
@@ -71,7 +77,10 @@ export function planMemory(p: MemoryPlanInput): MemoryPlan {
   const a = p.arch;
   const f = 4;
   const params = archParameterCount(a);
-  const weights = params * f;
+  const weightFormat = p.weightFormat ?? 'f32';
+  if (weightFormat !== 'f32' && !p.lora)
+    throw new MemoryPlanError(`full fine-tuning trains every weight, so they are f32, not ${weightFormat}`);
+  const weights = archWeightBytes(a, weightFormat);
   let trainable: number;
   let adapters = 0;
   if (p.lora) {
@@ -92,6 +101,7 @@ export function planMemory(p: MemoryPlanInput): MemoryPlan {
   const microBatch = Math.min(p.sequences, Math.floor(room / perSeq));
   const plan: MemoryPlan = {
     weights,
+    weightFormat,
     adapters,
     gradients,
     optimizer,
@@ -115,7 +125,7 @@ export function planMemory(p: MemoryPlanInput): MemoryPlan {
 /** "weights 513.0 MiB, adapters 3.4 MiB, gradients ..., total 3.21 GiB of 4.00 GiB, micro-batch 6 sequences" */
 export function describeMemoryPlan(m: MemoryPlan): string {
   const parts = [
-    `weights ${formatBytes(m.weights)}`,
+    `weights ${formatBytes(m.weights)}${m.weightFormat === 'f32' ? '' : ` (${m.weightFormat.toUpperCase()})`}`,
     ...(m.adapters ? [`adapters ${formatBytes(m.adapters)}`] : []),
     `gradients ${formatBytes(m.gradients)}`,
     `optimizer ${formatBytes(m.optimizer)}`,

@@ -27,7 +27,7 @@ import type { ModelConfig } from '../model/config';
 import type { ForwardInput } from '../model/cpu';
 import { cpuGenerateOn } from '../model/cpu-generate';
 import { DecoderCpu, type DecoderCpuState } from '../model/decoder-cpu';
-import { DecoderGpu } from '../model/decoder-gpu';
+import { DecoderGpu, roundedWeights } from '../model/decoder-gpu';
 import { DecoderGpuTrainer } from '../model/decoder-gpu-train';
 import { DecoderCpuTrainer } from '../model/decoder-train-cpu';
 import { generateOn } from '../model/generate';
@@ -36,6 +36,7 @@ import { initLoraAdapters, loraModules, loraScaling, peftKeys, type LoraConfig, 
 import type { OptimizerState } from '../model/model-file';
 import type { OptimConfig, RlBatch, TokenBatch } from '../model/optim';
 import { readSafetensors, writeSafetensors } from '../model/safetensors';
+import type { WeightFormat } from '../kernels/weight_format';
 import type { TextTokenizer } from '../tokenizer/types';
 import { gaussian, Rng } from '../util/random';
 import { hfGenerateOptions } from './hf';
@@ -60,6 +61,12 @@ export interface HfTrainOptions {
   microBatch?: number;
   /** LoRA: the adapters start from this one (a PEFT adapter of the same settings) instead of PEFT's init */
   initAdapter?: LoraAdapter;
+  /**
+   * LoRA: how the frozen base's matrices are stored (rl/pretrained.ts runWeightFormat; default
+   * f32). 16-bit on webgpu halves their memory; the cpu backend rounds its copy the same way, so
+   * both backends train the same model (exact, a no-op, for a checkpoint stored in that dtype).
+   */
+  weightFormat?: WeightFormat;
 }
 
 /** One tensor of the slab: its name (engine, PEFT key or value.*), shape and size. */
@@ -508,11 +515,14 @@ export function hfPolicyFactory(model: HfModel, o: HfTrainOptions): PolicyFactor
     throw new Error(`${where}: the run's context of ${o.contextLength} tokens must be in 2..${a.maxPositions} (the model's positions)`);
   const modules = o.lora ? loraModules(a, o.lora, 'lora') : null;
   const slab = slabTensors(a, modules && o.lora && { modules, rank: o.lora.rank });
+  const weightFormat = o.weightFormat ?? 'f32';
+  if (weightFormat !== 'f32' && !o.lora)
+    throw new Error(`${where}: full fine-tuning trains every weight, so they stay f32; a ${weightFormat} base needs LoRA`);
   const shared = o.lora
     ? new SharedBase(() =>
         o.backend === 'cpu'
-          ? new DecoderCpu(a, model.weights, o.contextLength)
-          : new DecoderGpu(o.runtime!, a, model.weights, { contextLength: o.contextLength }),
+          ? new DecoderCpu(a, roundedWeights(a, model.weights, weightFormat), o.contextLength)
+          : new DecoderGpu(o.runtime!, a, model.weights, { contextLength: o.contextLength, weightFormat }),
       )
     : null;
   const config = hfModelConfig(model, o.contextLength);

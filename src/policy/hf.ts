@@ -15,7 +15,7 @@ import { DecoderCpu } from '../model/decoder-cpu';
 import { DEFAULT_DECODER_CONTEXT, DecoderGpu } from '../model/decoder-gpu';
 import { generateOn } from '../model/generate';
 import type { GenerateOptions, GenerateResult } from '../model/generate-common';
-import type { HfModel } from '../hf/load';
+import { hfWeightFormat, type HfModel } from '../hf/load';
 import type { HfTokenizer } from '../tokenizer/hf';
 import type { Policy, PolicyDescription } from './index';
 
@@ -49,7 +49,8 @@ export class HfPolicy implements Policy {
     if (opts.backend === 'cpu') this.cpu = new DecoderCpu(a, model.weights, contextLength);
     else {
       if (!opts.runtime) throw new Error('HfPolicy: the webgpu backend needs a GpuRuntime');
-      this.gpu = new DecoderGpu(opts.runtime, a, model.weights, { contextLength });
+      // frozen: the checkpoint's own F16 / BF16 stays 16-bit on the GPU (exact, half the memory)
+      this.gpu = new DecoderGpu(opts.runtime, a, model.weights, { contextLength, weightFormat: hfWeightFormat(model.dtypes) });
     }
   }
 

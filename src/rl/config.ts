@@ -3,6 +3,7 @@
  * and out-of-range values are errors naming the field), so a run's config.json fully
  * describes what ran.
  */
+import type { WeightFormat } from '../kernels/weight_format';
 import { validateModelConfig, type ModelConfig } from '../model/config';
 import { DEFAULT_REWARD, validateRewardConfig, type RewardConfig } from '../reward/reward';
 import { FAMILIES, type Family } from './tasks';
@@ -137,6 +138,13 @@ export interface RunLoraConfig {
   lrRatio?: number;
   /** the PEFT adapter folder the adapters start from (`coderl train --adapter ADIR`) instead of PEFT's init */
   from?: { name: string; sha256: string };
+  /**
+   * How the frozen base's matrices are stored on the GPU (webgpu backend; kernels/weight_format.ts):
+   * "auto" (absent) keeps the checkpoint's own F16 or BF16 (exact, half of f32's memory), else f32;
+   * "f16" / "bf16" round an F32 checkpoint to that (half the memory, the numbers change by the
+   * rounding: the cpu backend rounds the same way, so both train the same model); "f32" widens.
+   */
+  baseDtype?: 'auto' | WeightFormat;
 }
 
 export interface RlConfig {
@@ -420,12 +428,19 @@ function checkSection(obj: unknown, spec: Record<string, Spec>, where: string, e
   }
 }
 
+/** lora.baseDtype's values: "auto" (the checkpoint's own 16-bit dtype, else f32) or a weight format. */
+export const BASE_DTYPES = ['auto', 'f32', 'f16', 'bf16'] as const;
+
 function checkLora(l: unknown): void {
   const at = 'config.lora';
-  if (!isObject(l)) throw new RlConfigError(`${at}: expected {rank, alpha?, targets?, lrRatio?}, got ${JSON.stringify(l)}`);
+  if (!isObject(l)) throw new RlConfigError(`${at}: expected {rank, alpha?, targets?, lrRatio?, baseDtype?}, got ${JSON.stringify(l)}`);
   for (const k of Object.keys(l))
-    if (!['rank', 'alpha', 'targets', 'lrRatio', 'from'].includes(k))
-      throw new RlConfigError(`${at}: unknown field "${k}" (fields: rank, alpha, targets, lrRatio, from)`);
+    if (!['rank', 'alpha', 'targets', 'lrRatio', 'from', 'baseDtype'].includes(k))
+      throw new RlConfigError(`${at}: unknown field "${k}" (fields: rank, alpha, targets, lrRatio, from, baseDtype)`);
+  if (l.baseDtype !== undefined && !BASE_DTYPES.includes(l.baseDtype as (typeof BASE_DTYPES)[number]))
+    throw new RlConfigError(
+      `${at}.baseDtype: must be one of ${BASE_DTYPES.map((d) => `"${d}"`).join(', ')} (how the frozen base is stored on the GPU), got ${JSON.stringify(l.baseDtype)}`,
+    );
   if (l.lrRatio !== undefined && (typeof l.lrRatio !== 'number' || !Number.isFinite(l.lrRatio) || l.lrRatio <= 0 || l.lrRatio > 1000))
     throw new RlConfigError(
       `${at}.lrRatio: must be a number in (0, 1000] (lora_B's learning rate over lora_A's; 1 is plain LoRA), got ${JSON.stringify(l.lrRatio)}`,

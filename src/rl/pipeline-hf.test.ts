@@ -20,6 +20,7 @@ import { HF_FIXTURES } from '../testing/hf-fixtures';
 import { mergeConfig, resolveConfig, type RlConfig } from './config';
 import { runPipeline, StoppedError, type Summary } from './pipeline';
 import type { RolloutRecord } from './ppo-loop';
+import { runWeightFormat } from './pretrained';
 import { loadHfReferenced } from './reference-hf';
 import { readMetrics, readRollouts } from './run-files';
 import { MemoryRunDir, readJson } from './run-dir';
@@ -52,7 +53,14 @@ function hfConfig(over: unknown = {}): RlConfig {
 }
 
 const factory = (cfg: RlConfig, backend: 'cpu' | 'webgpu' = 'cpu', runtime?: Awaited<ReturnType<typeof testRuntime>>) =>
-  hfPolicyFactory(model, { backend, runtime, lora: cfg.lora ? { ...LORA, ...cfg.lora } : null, contextLength: cfg.model.contextLength });
+  hfPolicyFactory(model, {
+    backend,
+    runtime,
+    lora: cfg.lora ? { ...LORA, ...cfg.lora } : null,
+    // the fixture's F16 base stays F16 on webgpu (lora.baseDtype "auto"); the cpu copy is the same numbers
+    weightFormat: runWeightFormat(cfg, model.dtypes),
+    contextLength: cfg.model.contextLength,
+  });
 
 function run(cfg: RlConfig, store: MemoryRunDir, policies: PolicyFactory, shouldStop?: () => boolean): Promise<Summary> {
   return runPipeline({ cfg, seed: 5, policies, store, scorer: { pool, analyzer }, shouldStop });
@@ -212,5 +220,18 @@ describe('the pipeline on an imported model', () => {
     expect(resolveConfig('tiny', mergeConfig(MINI_RUN, { pretrained: ref, lora: { rank: 4, lrRatio: 16 } })).lora).toMatchObject({
       lrRatio: 16,
     });
+    for (const bad of ['fp16', 16, null])
+      expect(() => resolveConfig('tiny', mergeConfig(MINI_RUN, { pretrained: ref, lora: { rank: 4, baseDtype: bad } }))).toThrow(
+        /config.lora.baseDtype: must be one of "auto", "f32", "f16", "bf16" \(how the frozen base is stored on the GPU\)/,
+      );
+    const withBase = (baseDtype?: string) =>
+      resolveConfig('tiny', mergeConfig(MINI_RUN, { pretrained: ref, lora: { rank: 4, ...(baseDtype ? { baseDtype } : {}) } }));
+    expect(runWeightFormat(withBase(), ['F16'])).toBe('f16'); // auto: the checkpoint's own
+    expect(runWeightFormat(withBase('auto'), ['BF16'])).toBe('bf16');
+    expect(runWeightFormat(withBase(), ['F16', 'F32'])).toBe('f32'); // an F32 tensor would be rounded
+    expect(runWeightFormat(withBase('bf16'), ['F32'])).toBe('bf16');
+    expect(runWeightFormat(withBase('f32'), ['BF16'])).toBe('f32');
+    expect(runWeightFormat(hfConfig(), ['BF16'])).toBe('bf16');
+    expect(runWeightFormat({ lora: undefined }, ['BF16'])).toBe('f32'); // full fine-tuning trains f32 weights
   });
 });

@@ -12,6 +12,8 @@
  *   refusing a context longer than its positions and targets it does not have.
  * Only the architecture is needed (config.json), never the weights: the page imports this module.
  */
+import { hfWeightFormat } from '../hf/load';
+import type { WeightFormat } from '../kernels/weight_format';
 import { archModelConfig, type DecoderArch } from '../model/arch';
 import type { ModelConfig } from '../model/config';
 import { DEFAULT_LORA_TARGETS, LoraError, linearModules, loraModules, type LoraConfig } from '../model/lora';
@@ -38,16 +40,30 @@ export function runLora(cfg: Pick<RlConfig, 'lora'>, a: DecoderArch): LoraConfig
 }
 
 /**
+ * How the run keeps the model's matrices on the GPU: full fine-tuning trains them, so f32; LoRA's
+ * frozen base as config.lora.baseDtype says, "auto" (absent) being the checkpoint's own 16-bit
+ * dtype when all its tensors have one (hf/load.ts hfWeightFormat: exact), else f32.
+ */
+export function runWeightFormat(cfg: Pick<RlConfig, 'lora'>, dtypes: readonly string[]): WeightFormat {
+  if (!cfg.lora) return 'f32';
+  const d = cfg.lora.baseDtype ?? 'auto';
+  return d === 'auto' ? hfWeightFormat(dtypes) : d;
+}
+
+/**
  * The memory plan of one RL step: every rollout of an iteration (prompts x samples) at the run's
- * context, a value head on top; throws MemoryPlanError (with the numbers) when it does not fit.
+ * context, a value head on top, the weights as runWeightFormat stores them (`dtypes`: the
+ * checkpoint's, HfModel.dtypes); throws MemoryPlanError (with the numbers) when it does not fit.
  */
 export function runMemoryPlan(
   cfg: Pick<RlConfig, 'lora' | 'model' | 'rl'>,
   a: DecoderArch,
   budgetBytes = MEMORY_BUDGET_GIB * 2 ** 30,
+  dtypes: readonly string[] = ['F32'],
 ): MemoryPlan {
   return planMemory({
     arch: a,
+    weightFormat: runWeightFormat(cfg, dtypes),
     lora: runLora(cfg, a),
     sequences: cfg.rl.promptsPerIteration * cfg.rl.samplesPerPrompt,
     seqLen: cfg.model.contextLength,

@@ -32,7 +32,7 @@ import { hfPolicyFactory, type Policy, type PolicyFactory } from '../policy';
 import { HfPolicy } from '../policy/hf';
 import type { TextTokenizer } from '../tokenizer/types';
 import type { RlConfig } from './config';
-import { pretrainedRunConfig, runLora, runMemoryPlan } from './pretrained';
+import { pretrainedRunConfig, runLora, runMemoryPlan, runWeightFormat } from './pretrained';
 import { describeReference, type ReferenceRef } from './reference';
 import { readJson, writeJson, type RunDir } from './run-dir';
 import { sha256Hex } from './tasks/from-suite';
@@ -293,7 +293,7 @@ export async function hfPolicyRun(
   const run = pretrainedRunConfig(cfg, model.arch, model.folder);
   let plan: MemoryPlan;
   try {
-    plan = runMemoryPlan(run, model.arch);
+    plan = runMemoryPlan(run, model.arch, undefined, model.dtypes);
   } catch (e) {
     if (e instanceof MemoryPlanError) throw new Error(`${what}: ${e.message}`, { cause: e });
     throw e;
@@ -302,6 +302,7 @@ export async function hfPolicyRun(
     backend: engine.backend,
     runtime: engine.runtime,
     lora: runLora(run, model.arch),
+    weightFormat: runWeightFormat(run, model.dtypes),
     contextLength: run.model.contextLength,
     microBatch: plan.microBatch,
   });

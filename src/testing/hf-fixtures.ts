@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { archFromHfConfig, type DecoderArch } from '../model/arch';
 import { weightsFromHf, type HfTensor } from '../model/hf-weights';
-import { readSafetensors, readSafetensorsIndex } from '../model/safetensors';
+import { readSafetensors, readSafetensorsIndex, type SafetensorsDtype } from '../model/safetensors';
 
 export const HF_FIXTURES = join(__dirname, '../../data/hf-fixtures');
 
@@ -22,7 +22,13 @@ export interface HfExpected {
   greedy: { max_new_tokens: number; prompts: { text: string; input_ids: number[]; generated_ids: number[] }[] };
 }
 
-export function loadHfFixture(name: string): { arch: DecoderArch; weights: Map<string, Float32Array>; expected: HfExpected } {
+/** A fixture's architecture, engine weights (float32), PyTorch's expected outputs and the dtypes its files store. */
+export function loadHfFixture(name: string): {
+  arch: DecoderArch;
+  weights: Map<string, Float32Array>;
+  expected: HfExpected;
+  dtypes: SafetensorsDtype[];
+} {
   const dir = join(HF_FIXTURES, name);
   const arch = archFromHfConfig(JSON.parse(readFileSync(join(dir, 'config.json'), 'utf8')));
   let shards = ['model.safetensors'];
@@ -32,8 +38,12 @@ export function loadHfFixture(name: string): { arch: DecoderArch; weights: Map<s
     // a single file
   }
   const tensors = new Map<string, HfTensor>();
+  const dtypes = new Set<SafetensorsDtype>();
   for (const s of shards)
-    for (const [n, t] of readSafetensors(new Uint8Array(readFileSync(join(dir, s))), s).tensors) tensors.set(n, { ...t, file: s });
+    for (const [n, t] of readSafetensors(new Uint8Array(readFileSync(join(dir, s))), s).tensors) {
+      tensors.set(n, { ...t, file: s });
+      dtypes.add(t.dtype);
+    }
   const expected = JSON.parse(readFileSync(join(dir, 'expected.json'), 'utf8')) as HfExpected;
-  return { arch, weights: weightsFromHf(arch, tensors), expected };
+  return { arch, weights: weightsFromHf(arch, tensors), expected, dtypes: [...dtypes] };
 }

@@ -8,6 +8,7 @@
  */
 import { useEffect, useState } from 'react';
 import type { StoredHfModel } from '../../hf/browser';
+import { hfWeightFormat } from '../../hf/load';
 import { formatBytes } from '../../lab/saved-models';
 import { STORAGE_NAME } from '../../storage/browser';
 import { useLab } from '../../store';
@@ -96,8 +97,13 @@ function ModelList() {
   );
 }
 
-const dtypeText = (dtypes: string[]): string =>
-  dtypes.length === 0 ? '—' : dtypes.every((d) => d === 'F32') ? 'F32' : `${dtypes.join(', ')} (widened to F32 on load)`;
+/** The stored dtypes, and how the GPU keeps them (hf/load.ts hfWeightFormat: one 16-bit dtype stays as it is when frozen). */
+const dtypeText = (dtypes: string[]): string => {
+  if (dtypes.length === 0) return '—';
+  if (dtypes.every((d) => d === 'F32')) return 'F32';
+  const kept = hfWeightFormat(dtypes) !== 'f32';
+  return `${dtypes.join(', ')} (${kept ? 'kept 16-bit on the GPU when frozen: sampling, a LoRA base' : 'widened to F32 on load'})`;
+};
 
 function ModelItem({ item, confirming, onConfirm }: { item: StoredHfModel; confirming: boolean; onConfirm(on: boolean): void }) {
   const remove = useLab((s) => s.deleteModel);

@@ -142,7 +142,7 @@ export function PolicyPicker({ preset, overrides, cfg, onOverrides, disabled, on
 
   const lora = cfg?.lora;
   const shown = lora && arch ? loraShown(lora, arch) : null;
-  const plan = model && arch ? memoryPlanLine(cfg, arch) : null;
+  const plan = model && arch ? memoryPlanLine(cfg, arch, model.manifest.summary.dtypes) : null;
   const refused = model && arch ? pretrainedProblem(cfg, arch, model.manifest.name) : null;
   const badDraft = Object.values(drafts).find((d) => d?.error)?.error ?? null;
   // a choice that could not be read changed nothing: it is shown, and the run can start as it was

@@ -210,14 +210,18 @@ export function parseLoraField(kind: LoraField, text: string): { value: number; 
 }
 
 /**
- * The memory plan line of one RL step on `a` for the form's config (unvalidated: a config the
+ * The memory plan line of one RL step on `a` (stored in `dtypes`, the model's) for the form's config (unvalidated: a config the
  * plan cannot be made of gives null, its error is shown elsewhere), or the MemoryPlanError's
  * message as an error (the run would be refused: Start waits for a fix).
  */
-export function memoryPlanLine(cfg: RlConfig | null, a: DecoderArch): { text: string; error: boolean } | null {
+export function memoryPlanLine(
+  cfg: RlConfig | null,
+  a: DecoderArch,
+  dtypes: readonly string[] = ['F32'],
+): { text: string; error: boolean } | null {
   if (!cfg) return null;
   try {
-    return { text: `Memory plan: ${describeMemoryPlan(runMemoryPlan(cfg, a))}`, error: false };
+    return { text: `Memory plan: ${describeMemoryPlan(runMemoryPlan(cfg, a, undefined, dtypes))}`, error: false };
   } catch (e) {
     if (e instanceof MemoryPlanError) return { text: `The run does not fit: ${errorText(e)}`, error: true };
     return null;

@@ -24,7 +24,7 @@ import { loadNodeOrt } from '../../onnx/node';
 import { hfPolicyFactory, labGptFactory } from '../../policy';
 import type { HfModel } from '../../hf/load';
 import { describeMemoryPlan, MemoryPlanError, type MemoryPlan } from '../../model/memory-plan';
-import { MEMORY_BUDGET_GIB, pretrainedRunConfig, runLora, runMemoryPlan } from '../../rl/pretrained';
+import { MEMORY_BUDGET_GIB, pretrainedRunConfig, runLora, runMemoryPlan, runWeightFormat } from '../../rl/pretrained';
 import { errorText } from '../../util/errors';
 import { commandProgress } from '../progress';
 import { estimateKind, estimateRun, taskCounts } from '../../rl/estimate';
@@ -95,7 +95,7 @@ function memoryPlanOption(cfg: RlConfig, model: HfModel, v: string | boolean | u
   if (!Number.isFinite(gib) || gib <= 0)
     throw new UsageError(`coderl train: --memory-budget must be a positive number of GiB, got '${String(v)}'`);
   try {
-    return runMemoryPlan(cfg, model.arch, gib * 2 ** 30);
+    return runMemoryPlan(cfg, model.arch, gib * 2 ** 30, model.dtypes);
   } catch (e) {
     if (e instanceof MemoryPlanError) throw new UsageError(`coderl train: ${model.folder}: ${e.message} (--memory-budget ${gib} GiB)`);
     throw e;
@@ -282,6 +282,7 @@ export const trainCommand: Command = {
               backend,
               runtime: rt ?? undefined,
               lora: runLora(cfg, imported.model.arch),
+              weightFormat: runWeightFormat(cfg, imported.model.dtypes),
               contextLength: cfg.model.contextLength,
               microBatch: plan?.microBatch,
               initAdapter: adapter?.adapter,
