@@ -105,7 +105,7 @@ describe('Hugging Face models in the app (Chromium)', () => {
       throw new Error(`import failed: ${await page.getByTestId('models-error').textContent()}`);
     const q = item(page, 'qwen2');
     expect(await q.getByTestId('models-arch').textContent()).toMatch(
-      /^Qwen2ForCausalLM: 2 layers, d_model 32, 4 heads \(1 kv\) of 8, ffn 64, vocab 512 \([\d.]+k parameters, F16 widened to F32\)$/,
+      /^Qwen2ForCausalLM: 2 layers, d_model 32, 4 heads \(1 kv\) of 8, ffn 64, vocab 512 \([\d.]+k parameters, F16\)$/,
     );
     expect(await q.getByTestId('models-params').textContent()).toBe('50,432');
     expect(await q.getByTestId('models-dtypes').textContent()).toBe('F16 (kept 16-bit on the GPU when frozen: sampling, a LoRA base)');

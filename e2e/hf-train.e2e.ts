@@ -87,8 +87,12 @@ describe('training an imported Hugging Face model with LoRA (Chromium)', () => {
     const plan = page.getByTestId('exp-memory-plan');
     expect(await plan.getAttribute('data-fits')).toBe('true');
     expect(await plan.textContent()).toMatch(
-      /^Memory plan: weights [\d.]+ [KM]iB, adapters [\d.]+ [KM]iB, .*\(4 sequences a micro-batch\)/,
+      /^Memory plan: weights [\d.]+ [KM]iB \(F16\), adapters [\d.]+ [KM]iB, .*\(4 sequences a micro-batch\)/,
     );
+    // the F16 checkpoint's frozen base stays F16 on the GPU (lora.baseDtype auto, left out of the config)
+    const baseDtype = page.getByTestId('exp-lora-baseDtype');
+    expect(await baseDtype.inputValue()).toBe('auto');
+    expect(await baseDtype.locator('option:checked').textContent()).toBe('auto (F16)');
     expect(JSON.parse(await page.getByLabel('Overrides (JSON)').inputValue())).toMatchObject({
       pretrained: qwen2Ref,
       lora: { rank: 4, alpha: 8, targets: ['q_proj', 'v_proj'], lrRatio: 4 },

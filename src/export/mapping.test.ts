@@ -178,5 +178,11 @@ describe('derived and algorithm-dependent keys', () => {
       expect(unmapped(t, plus)).toContain('lora.lrRatio');
       expect(unmapped(t, LORA_RUN)).not.toContain('lora.lrRatio');
     }
+    // the base's GPU storage is the lab's own choice: noted when set
+    const bf16 = mergeConfig(LORA_RUN, { lora: { baseDtype: 'bf16' } }) as RlConfig;
+    for (const t of TRAINERS) {
+      expect(unmapped(t, bf16)).toContain('lora.baseDtype');
+      expect(unmapped(t, LORA_RUN)).not.toContain('lora.baseDtype');
+    }
   });
 });

@@ -222,6 +222,13 @@ export function commonNotes(run: ExportRun): Note[] {
           ? 'plain LoRA, as the trainers train it'
           : "LoRA+ (lora_B at lr x the ratio) is an optimizer grouping, not a config key in veRL, OpenRLHF or TRL; with TRL, PEFT's create_loraplus_optimizer(model, torch.optim.AdamW, {'lr': lr}, loraplus_lr_ratio=ratio) passed as GRPOTrainer(optimizers=(opt, None)) trains it",
     });
+  if (cfg.lora?.baseDtype !== undefined)
+    notes.push({
+      lab: 'lora.baseDtype',
+      value: cfg.lora.baseDtype,
+      kind: 'unmapped',
+      why: 'how the lab keeps the frozen base on one WebGPU device (16-bit halves its memory); on a cluster the trainer loads the model in the dtype its own settings name',
+    });
   if (cfg.lora?.from)
     notes.push({
       lab: 'lora.from',

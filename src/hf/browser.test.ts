@@ -188,7 +188,7 @@ describe('HfModelStore on an in-memory OPFS', () => {
     expect(back.parameters).toBe(m.parameters);
     expect(back.weights.get('lm_head.weight')).toEqual(m.weights.get('lm_head.weight'));
     expect(summary).toMatchObject({ architecture: 'Qwen2ForCausalLM', chatTemplate: true, vocabSize: 512, tokenizerVocab: 459 });
-    expect(summary.description).toMatch(/^Qwen2ForCausalLM: 2 layers.*F16 widened to F32\)$/);
+    expect(summary.description).toMatch(/^Qwen2ForCausalLM: 2 layers.*F16\)$/);
   });
 
   test('a big file is streamed in chunks, never read whole', async () => {

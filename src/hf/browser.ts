@@ -197,7 +197,7 @@ export const MANIFEST_FILE = 'manifest.json';
 
 /** What the app shows of a stored model without reading its weights (from the load that checked it). */
 export interface HfModelSummary {
-  /** describeHfModel's line, e.g. "Qwen2ForCausalLM: 2 layers, ... (38.9k parameters, F16 widened to F32)" */
+  /** describeHfModel's line, e.g. "Qwen2ForCausalLM: 2 layers, ... (38.9k parameters, F16)" */
   description: string;
   /** config.json architectures[0] */
   architecture: string;

@@ -160,9 +160,8 @@ export function hfWeightFormat(dtypes: readonly string[]): WeightFormat {
   return 'f32';
 }
 
-/** One line for logs: "Qwen2ForCausalLM: 24 layers, ... (494M parameters, BF16 widened to F32)". */
+/** One line for logs: "Qwen2ForCausalLM: 24 layers, ... (494M parameters, BF16)". */
 export function describeHfModel(m: HfModel): string {
   const p = m.parameters >= 1e6 ? `${(m.parameters / 1e6).toFixed(1)}M` : `${(m.parameters / 1e3).toFixed(1)}k`;
-  const d = m.dtypes.filter((x) => x !== 'F32');
-  return `${describeArch(m.arch)} (${p} parameters${d.length ? `, ${d.join('+')} widened to F32` : ', F32'})`;
+  return `${describeArch(m.arch)} (${p} parameters, ${m.dtypes.join('+') || 'F32'})`;
 }

@@ -19,6 +19,7 @@ import { useLab } from '../../store';
 import { hfReferenceModels } from '../../store/modelsSlice';
 import { errorText } from '../../util/errors';
 import {
+  baseDtypeOptions,
   loraShown,
   type LoraField,
   memoryPlanLine,
@@ -27,6 +28,7 @@ import {
   policyFor,
   pretrainedProblem,
   withLoraAlpha,
+  withLoraBaseDtype,
   withLoraOn,
   withLoraRank,
   withLoraRatio,
@@ -257,6 +259,29 @@ export function PolicyPicker({ preset, overrides, cfg, onOverrides, disabled, on
                 shown.lrRatio,
                 'LoRA+: lora_B learns at the learning rate × this; 1: plain LoRA',
               )}
+              <div className="exp-field">
+                <label htmlFor={`${id}-lora-base`}>Frozen base on the GPU</label>
+                <select
+                  id={`${id}-lora-base`}
+                  value={lora.baseDtype ?? 'auto'}
+                  onChange={(e) =>
+                    write(withLoraBaseDtype(overrides, preset, lora, arch, e.target.value as NonNullable<typeof lora.baseDtype>))
+                  }
+                  aria-describedby={`${id}-lora-base-hint`}
+                  data-testid="exp-lora-baseDtype"
+                >
+                  {baseDtypeOptions(model.manifest.summary.dtypes).map((o) => (
+                    <option key={o.value} value={o.value}>
+                      {o.label}
+                    </option>
+                  ))}
+                </select>
+                <span className="exp-field-note">
+                  <span id={`${id}-lora-base-hint`} className="hint">
+                    webgpu: 16-bit halves the frozen weights under the adapters; auto keeps the checkpoint's dtype
+                  </span>
+                </span>
+              </div>
               <span className="exp-lora-label" id={`${id}-targets`}>
                 Target modules
               </span>

@@ -17,6 +17,8 @@ import {
   STORED_POLICY,
   withLoraAlpha,
   withLoraRatio,
+  withLoraBaseDtype,
+  baseDtypeOptions,
   withLoraOn,
   withLoraRank,
   withLoraTarget,
@@ -175,6 +177,20 @@ describe('the LoRA settings', () => {
     expect(lora(withLoraRank(plus, 'tiny', lora(plus), QWEN2, 4)).lrRatio).toBe(16);
     expect(withLoraRatio(plus, 'tiny', lora(plus), QWEN2, 1).lora).toEqual({ rank: 8, alpha: 16, targets: ['q_proj', 'v_proj'] });
   });
+
+  test('the frozen base on the GPU: written unless auto, accepted by the validator; the choices say what they do', () => {
+    const on = withLoraOn(base(), 'tiny', QWEN2, true);
+    const bf = withLoraBaseDtype(on, 'tiny', lora(on), QWEN2, 'bf16');
+    expect(bf.lora).toEqual({ rank: 8, alpha: 16, targets: ['q_proj', 'v_proj'], baseDtype: 'bf16' });
+    expect(resolveConfig('tiny', bf).lora?.baseDtype).toBe('bf16');
+    expect(lora(withLoraRank(bf, 'tiny', lora(bf), QWEN2, 4)).baseDtype).toBe('bf16');
+    expect(withLoraBaseDtype(bf, 'tiny', lora(bf), QWEN2, 'auto').lora).toEqual({ rank: 8, alpha: 16, targets: ['q_proj', 'v_proj'] });
+    const f16 = baseDtypeOptions(['F16']);
+    expect(f16.map((o) => o.value)).toEqual(['auto', 'f32', 'f16', 'bf16']);
+    expect(f16.map((o) => o.label)).toEqual(['auto (F16)', 'F32', 'F16 (exact)', 'BF16 (rounds)']);
+    expect(baseDtypeOptions(['F32'])[0]!.label).toBe('auto (F32)');
+    expect(baseDtypeOptions(['F16', 'F32'])[0]!.label).toBe('auto (F32)'); // an F32 tensor would be rounded
+  });
 });
 
 describe('the memory plan line', () => {
@@ -190,6 +206,9 @@ describe('the memory plan line', () => {
     const fits = memoryPlanLine(lora, QWEN_05B)!;
     expect(fits.error, fits.text).toBe(false);
     expect(fits.text).toMatch(/adapters [\d.]+ MiB, .*a micro-batch\); total [\d.]+ GiB of 4\.00 GiB$/);
+    // Qwen2.5 ships BF16: its LoRA base stays BF16 on the GPU, about half the weights' bytes
+    const bf16 = memoryPlanLine(lora, QWEN_05B, ['BF16'])!;
+    expect(bf16.text).toMatch(/^Memory plan: weights (9[0-9]{2}\.\d) MiB \(BF16\), adapters/);
     expect(memoryPlanLine(null, QWEN2)).toBeNull();
   });
 

@@ -11,11 +11,12 @@
  *   architecture's default, model/lora.ts DEFAULT_LORA_TARGETS), as the CLI records them.
  * The memory plan line (rl/pretrained.ts runMemoryPlan) is computed here too.
  */
-import { RL_PRESETS, type RlConfig, type RunLoraConfig } from '../../rl/config';
+import { BASE_DTYPES, RL_PRESETS, type RlConfig, type RunLoraConfig } from '../../rl/config';
 import type { DecoderArch } from '../../model/arch';
 import { DEFAULT_LORA_TARGETS } from '../../model/lora';
 import { describeMemoryPlan, MemoryPlanError } from '../../model/memory-plan';
-import { loraTargetNames, pretrainedModelConfig, pretrainedRunConfig, runMemoryPlan } from '../../rl/pretrained';
+import { hfWeightFormat } from '../../hf/load';
+import { loraTargetNames, pretrainedModelConfig, pretrainedRunConfig, runMemoryPlan, runWeightFormat } from '../../rl/pretrained';
 import { describeReference, importedReference, type ReferenceRef } from '../../rl/reference';
 import { errorText } from '../../util/errors';
 import { effective, getPath, withOverride } from './fields';
@@ -175,6 +176,39 @@ export function withLoraRatio(
 ): Record<string, unknown> {
   const { lrRatio: _old, ...rest } = lora;
   return withOverride(overrides, preset, 'lora', { ...rest, ...(lrRatio === 1 ? {} : { lrRatio }), targets: loraShown(lora, a).targets });
+}
+
+/** How the frozen base is stored on the GPU (config.lora.baseDtype); "auto", the default, leaves the field out. */
+export function withLoraBaseDtype(
+  overrides: unknown,
+  preset: string,
+  lora: RunLoraConfig,
+  a: DecoderArch,
+  baseDtype: (typeof BASE_DTYPES)[number],
+): Record<string, unknown> {
+  const { baseDtype: _old, ...rest } = lora;
+  return withOverride(overrides, preset, 'lora', {
+    ...rest,
+    ...(baseDtype === 'auto' ? {} : { baseDtype }),
+    targets: loraShown(lora, a).targets,
+  });
+}
+
+/**
+ * The base-storage choices for a model stored in `dtypes`, each with what it does there: "auto"
+ * names the format it resolves to (rl/pretrained.ts runWeightFormat).
+ */
+export function baseDtypeOptions(dtypes: readonly string[]): { value: (typeof BASE_DTYPES)[number]; label: string }[] {
+  const auto = runWeightFormat({ lora: { rank: 1, alpha: 1 } }, dtypes);
+  return BASE_DTYPES.map((value) => ({
+    value,
+    label:
+      value === 'auto'
+        ? `auto (${auto.toUpperCase()})`
+        : value === 'f32'
+          ? 'F32'
+          : `${value.toUpperCase()} (${hfWeightFormat(dtypes) === value ? 'exact' : 'rounds'})`,
+  }));
 }
 
 /** A target module checked or not; the targets stay in the architecture's module order. */
