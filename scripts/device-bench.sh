@@ -184,12 +184,13 @@ main() {
   json_step "bench models ${models[*]} (ours only, bound at $BANDWIDTH GB/s)" 170 bench-models.json \
     "${cli[@]}" bench models --ort none "${models[@]}" --bandwidth "$BANDWIDTH" --json &&
     timeout 20 "$NODE" -e "$MODELS_SUMMARY" "$OUT/bench-models.json"
-  # training the imported shapes (SmolLM2-135M, Qwen2.5-0.5B; LoRA r8 and full): our update step
-  # against the same step in TF.js on this adapter. --update-only: the GRPO iteration scores in the
-  # sandbox pool with the analyzer, whose worker bundle and wasm files the pack does not carry
+  # training the imported shapes (SmolLM2-135M, Qwen2.5-0.5B; LoRA r8 on an f32 and on a BF16
+  # base, and full): our update step against the same step in TF.js on this adapter. --update-only:
+  # the GRPO iteration scores in the sandbox pool with the analyzer, whose worker bundle and wasm
+  # files the pack does not carry
   local train=()
   [ "$QUICK" = 1 ] && train=(--tiny)
-  json_step "bench train --update-only ${train[*]}" 200 bench-train.json "${cli[@]}" bench train --update-only "${train[@]}" --json &&
+  json_step "bench train --update-only ${train[*]}" 260 bench-train.json "${cli[@]}" bench train --update-only --modes lora,lora-bf16,full "${train[@]}" --json &&
     timeout 20 "$NODE" -e "$TRAIN_SUMMARY" "$OUT/bench-train.json"
   command -v nvidia-smi >/dev/null 2>&1 && timeout 20 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu,power.draw,memory.used --format=csv
   section "done; files in $OUT:"

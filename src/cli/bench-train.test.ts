@@ -60,22 +60,24 @@ describe('coderl bench train', () => {
     expect(c.err.join('\n')).toMatch(/GRPO iteration, timed/);
   }, 600_000);
 
-  test('--update-only: the update table, no GRPO iteration and no scorer', async () => {
+  test('--update-only: the update table, no GRPO iteration and no scorer; LoRA on a BF16 base too', async () => {
     const c = capture();
-    const args = ['bench', 'train', '--tiny', '--update-only', '--shapes', 'smollm2-135m', '--modes', 'lora', '--reps', '2'];
+    const args = ['bench', 'train', '--tiny', '--update-only', '--shapes', 'smollm2-135m', '--modes', 'lora,lora-bf16', '--reps', '2'];
     expect(await main(args, c.io), c.err.join('\n')).toBe(0);
     const text = c.out.join('\n');
     expect(text).toMatch(/^adapter: /);
     expect(text).toMatch(/update step \(masked cross-entropy, clipping, AdamW\), B=2 T=8/);
     expect(text).toMatch(/shape\s+mode\s+trainable\s+ours\s+TF\.js\s+ours\/TF\.js/);
     expect(text).toMatch(/smollm2-135m\s+lora\s+[\d,]+\s+[\d.]+\s+[\d.]+\s+\d+\.\d\dx\s/);
+    // the BF16 base: its first loss checked against TF.js and the float64 model on the same (rounded) weights
+    expect(text).toMatch(/smollm2-135m\s+lora-bf16\s+[\d,]+\s+[\d.]+\s+[\d.]+\s+\d+\.\d\dx\s/);
     expect(text).not.toMatch(/GRPO/);
   }, 600_000);
 
   test('usage errors', async () => {
     for (const [args, msg] of [
       [['bench', 'train', '--shapes', 'gpt2'], /--shapes takes smollm2-135m, qwen2\.5-0\.5b, got 'gpt2'/],
-      [['bench', 'train', '--modes', 'qlora'], /--modes takes lora, full, got 'qlora'/],
+      [['bench', 'train', '--modes', 'qlora'], /--modes takes lora, lora-bf16, full, got 'qlora'/],
       [['bench', 'train', '--quick', '--tiny'], /--quick or --tiny, not both/],
       [['bench', 'train', '--reps', '0'], /--reps takes positive integers/],
       [['bench', 'train', '--update-only', '--suite', 'humaneval-python'], /--suite is for the GRPO iteration/],

@@ -1,7 +1,10 @@
 /**
  * The imported-model training benchmark (`coderl bench train`): for SmolLM2-135M and
  * Qwen2.5-0.5B shapes with random weights (perf/models.ts: the Hub's configs, `quick` 1 layer at
- * the real widths with a 4096 vocabulary), LoRA (r 8 on q_proj, v_proj) and full fine-tuning:
+ * the real widths with a 4096 vocabulary), LoRA (r 8 on q_proj, v_proj) and full fine-tuning;
+ * mode `lora-bf16` is LoRA with the frozen base stored BF16, as SmolLM2's and Qwen2.5's checkpoints
+ * ship (kernels/weight_format.ts): every side then runs the BF16-rounded weights, TF.js (which has
+ * no 16-bit storage) widened to f32, so the two compute the same model:
  *
  *   update   one optimizer step on a (B, T) micro-batch of random next-token data (masked
  *            cross-entropy, global-norm clipping, AdamW): ours (DecoderGpuTrainer.trainStep, one
@@ -29,7 +32,7 @@ import { crossEntropyRef } from '../kernels/crossentropy';
 import type { RlLossConfig } from '../kernels/ppo_loss_ref';
 import type { DecoderArch } from '../model/arch';
 import { DecoderCpu } from '../model/decoder-cpu';
-import { DecoderGpu } from '../model/decoder-gpu';
+import { DecoderGpu, roundedWeights } from '../model/decoder-gpu';
 import { DecoderGpuTrainer, type DecoderLoraInit, type DecoderRlBatch } from '../model/decoder-gpu-train';
 import { generateOn } from '../model/generate';
 import { initLoraAdapters, loraModules, loraScaling, type LoraConfig } from '../model/lora';
@@ -48,7 +51,7 @@ import { TfjsDecoder } from './tfjs-decoder';
 /** The shapes this bench trains (the TF.js side writes Llama and Qwen2, not GPT-2). */
 export const TRAIN_MODELS = ['smollm2-135m', 'qwen2.5-0.5b'] as const satisfies readonly ModelName[];
 export type TrainModel = (typeof TRAIN_MODELS)[number];
-export const TRAIN_MODES = ['lora', 'full'] as const;
+export const TRAIN_MODES = ['lora', 'lora-bf16', 'full'] as const;
 export type TrainMode = (typeof TRAIN_MODES)[number];
 
 /** full: the real shapes; quick: 1 layer at the real widths, a 4096 vocabulary; tiny: toy widths (tests). */
@@ -90,7 +93,7 @@ const LORA_R8: LoraConfig = { rank: 8, alpha: 16, targets: ['q_proj', 'v_proj'] 
 
 export const TRAIN_BENCH_DEFAULTS: TrainBenchOptions = {
   models: [...TRAIN_MODELS],
-  modes: [...TRAIN_MODES],
+  modes: ['lora', 'full'],
   size: 'full',
   lora: LORA_R8,
   opt: DEFAULT_OPTIM,
@@ -240,12 +243,14 @@ export async function benchTrain(
     const arch = benchArch(model, o.size);
     shapes.push({ model, arch, parameters: parameterCount(arch) });
     progress(`${model}: random weights (${(parameterCount(arch) / 1e6).toFixed(1)} M parameters)`);
-    const weights = randomDecoderWeights(arch, o.seed);
+    const f32 = randomDecoderWeights(arch, o.seed);
     for (const mode of o.modes) {
       const row: TrainRow = { model, mode, trainable: 0, update: null, grpo: null };
       rows.push(row);
-      const lora = mode === 'lora' ? loraInit(arch, o.lora, o.seed) : null;
-      const gpu = new DecoderGpu(rt, arch, weights);
+      const lora = mode === 'full' ? null : loraInit(arch, o.lora, o.seed);
+      const weightFormat = mode === 'lora-bf16' ? 'bf16' : 'f32';
+      const weights = roundedWeights(arch, f32, weightFormat);
+      const gpu = new DecoderGpu(rt, arch, weights, { weightFormat });
       const ours = new DecoderGpuTrainer(gpu, o.opt, lora);
       row.trainable = ours.trainables.reduce((s, t) => s + t.n, 0);
       try {
@@ -533,11 +538,11 @@ export function formatTrainBench(r: TrainBenchResult): string {
   lines.push(
     '',
     `update step (masked cross-entropy, clipping, AdamW)${first ? `, B=${first.B} T=${first.T}` : ''}: tokens/s, median of interleaved runs, each to completion`,
-    `${'shape'.padEnd(14)}${'mode'.padEnd(6)}${pad('trainable', 12)}${pad('ours', 10)}${pad('TF.js', 10)}${pad('ours/TF.js', 12)}${pad('ours ms', 10)}${pad('TF.js ms', 10)}${pad('submits', 9)}`,
+    `${'shape'.padEnd(14)}${'mode'.padEnd(11)}${pad('trainable', 12)}${pad('ours', 10)}${pad('TF.js', 10)}${pad('ours/TF.js', 12)}${pad('ours ms', 10)}${pad('TF.js ms', 10)}${pad('submits', 9)}`,
   );
   for (const x of r.rows) {
     const u = x.update;
-    const head = `${x.model.padEnd(14)}${x.mode.padEnd(6)}${pad(x.trainable.toLocaleString('en-US'), 12)}`;
+    const head = `${x.model.padEnd(14)}${x.mode.padEnd(11)}${pad(x.trainable.toLocaleString('en-US'), 12)}`;
     lines.push(
       u
         ? `${head}${pad(u.ours_tokens_per_s, 10)}${pad(u.tfjs_tokens_per_s, 10)}${pad(ratio(u.ours_tokens_per_s, u.tfjs_tokens_per_s), 12)}${pad(u.ours_ms, 10)}${pad(u.tfjs_ms, 10)}${pad(u.per_step.submits, 9)}`
@@ -550,12 +555,12 @@ export function formatTrainBench(r: TrainBenchResult): string {
     lines.push(
       '',
       `one GRPO iteration (ours): ${g.prompts} prompts x ${g.samples} samples, prompt ${g.prompt_len} + ${g.new_tokens} new tokens, rlStep in micro-batches of ${g.micro_batch}; scoring: ${r.scorer}`,
-      `${'shape'.padEnd(14)}${'mode'.padEnd(6)}${pad('rollout s', 11)}${pad('scoring s', 11)}${pad('update s', 10)}${pad('total s', 9)}${pad('sample tok/s', 14)}${pad('update tok/s', 14)}${pad('passed', 8)}`,
+      `${'shape'.padEnd(14)}${'mode'.padEnd(11)}${pad('rollout s', 11)}${pad('scoring s', 11)}${pad('update s', 10)}${pad('total s', 9)}${pad('sample tok/s', 14)}${pad('update tok/s', 14)}${pad('passed', 8)}`,
     );
     for (const x of grpo) {
       const q = x.grpo!;
       lines.push(
-        `${x.model.padEnd(14)}${x.mode.padEnd(6)}${pad(q.rollout_s, 11)}${pad(q.scoring_s, 11)}${pad(q.update_s, 10)}${pad(q.total_s, 9)}${pad(q.rollout_tokens_per_s, 14)}${pad(q.update_tokens_per_s, 14)}${pad(`${q.passed}/${q.prompts * q.samples}`, 8)}`,
+        `${x.model.padEnd(14)}${x.mode.padEnd(11)}${pad(q.rollout_s, 11)}${pad(q.scoring_s, 11)}${pad(q.update_s, 10)}${pad(q.total_s, 9)}${pad(q.rollout_tokens_per_s, 14)}${pad(q.update_tokens_per_s, 14)}${pad(`${q.passed}/${q.prompts * q.samples}`, 8)}`,
       );
     }
   }

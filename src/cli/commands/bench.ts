@@ -156,7 +156,7 @@ export const benchCommand: Command = {
     tiny: { type: 'boolean', description: 'models, train: toy widths (smoke tests)' },
     bandwidth: { type: 'string', value: 'GB/s', description: "models: the GPU's memory bandwidth, for the decode bound (H200: 4800)" },
     shapes: { type: 'string', value: 'S,S', description: `train: which shapes (${TRAIN_MODELS.join(', ')}; default both)` },
-    modes: { type: 'string', value: 'M,M', description: `train: ${TRAIN_MODES.join(', ')} (default both)` },
+    modes: { type: 'string', value: 'M,M', description: `train: ${TRAIN_MODES.join(', ')} (default lora, full)` },
     suite: {
       type: 'string',
       value: 'S',
