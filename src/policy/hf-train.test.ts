@@ -16,7 +16,9 @@ import { DEFAULT_OPTIM, type RlBatch, type TokenBatch } from '../model/optim';
 import { HF_FIXTURES } from '../testing/hf-fixtures';
 import { testRuntime } from '../testing/gpu';
 import { Rng } from '../util/random';
-import { hfPolicyFactory, HF_POLICY_FORMAT, slabTensors, type HfTrainOptions } from './hf-train';
+import { mergeLora } from '../hf/peft';
+import { DecoderCpu } from '../model/decoder-cpu';
+import { hfCheckpointWeights, hfPolicyFactory, HF_POLICY_FORMAT, slabTensors, type HfTrainOptions } from './hf-train';
 import type { PolicySpec } from './index';
 
 const models = new Map<string, HfModel>();
@@ -164,6 +166,31 @@ describe('hfPolicyFactory', () => {
     },
     120_000,
   );
+
+  test('a base forced to F16 (lora.baseDtype on an F32 checkpoint): cpu and webgpu hold the same rounded model; the merge adds to it', async () => {
+    const o = { lora: lora(['c_attn']), weightFormat: 'f16' as const };
+    const cpu = factory('gpt2', o);
+    const gpu = factory('gpt2', { ...o, backend: 'webgpu' });
+    const model = cpu.model;
+    const V = model.tokenizer.vocabSize;
+    const [pc, pg] = [cpu.f.init(cpu.spec, 3, DEFAULT_OPTIM), gpu.f.init(gpu.spec, 3, DEFAULT_OPTIM)];
+    for (const p of [pc, pg]) await p.trainStep([batch(V, 2, 8, 4)], true); // B off zero: the adapters count
+    const input = { tokens: batch(V, 2, 8, 5).tokens.subarray(0, 16), B: 2, T: 8 };
+    const [lc, lg] = [(await pc.forward(input)).logits, (await pg.forward(input)).logits];
+    expect(maxDiff(lc, lg)).toBeLessThan(1e-4);
+    // the f32 base computes another function: the rounding is what both hold
+    const plain = factory('gpt2', { lora: lora(['c_attn']) }).f.fromParams(cpu.spec, await pc.getParams(), DEFAULT_OPTIM);
+    expect(maxDiff((await plain.forward(input)).logits, lc)).toBeGreaterThan(1e-4);
+    // the checkpoint says which base the adapters learned on, and a merged model is the trained policy
+    const bytes = await pc.save({ optimizer: false, meta: {} });
+    const merged = hfCheckpointWeights(model, bytes, 'policy.ckpt');
+    const m = new DecoderCpu(merged.arch, merged.weights, CTX).forward(input).logits;
+    expect(maxDiff(m, lc)).toBeLessThan(1e-4);
+    const unrounded = new DecoderCpu(model.arch, mergeLora(model.arch, model.weights, merged.adapter!).weights, CTX).forward(input).logits;
+    expect(maxDiff(unrounded, lc)).toBeGreaterThan(1e-4);
+    expect(() => factory('gpt2', { weightFormat: 'bf16' })).toThrow(/full fine-tuning trains every weight.*needs LoRA/);
+    for (const p of [pc, pg, plain]) p.dispose();
+  });
 
   test('checkpoints round-trip parameters and AdamW state, and refuse another setting', async () => {
     const { f, spec, model } = factory('qwen2', { lora: lora(['q_proj']) });

@@ -36,7 +36,7 @@ import { initLoraAdapters, loraModules, loraScaling, peftKeys, type LoraConfig, 
 import type { OptimizerState } from '../model/model-file';
 import type { OptimConfig, RlBatch, TokenBatch } from '../model/optim';
 import { readSafetensors, writeSafetensors } from '../model/safetensors';
-import type { WeightFormat } from '../kernels/weight_format';
+import { checkWeightFormat, type WeightFormat } from '../kernels/weight_format';
 import type { TextTokenizer } from '../tokenizer/types';
 import { gaussian, Rng } from '../util/random';
 import { hfGenerateOptions } from './hf';
@@ -305,7 +305,7 @@ export class HfTrainablePolicy implements Policy {
   async save(o: { optimizer: boolean; meta: Record<string, unknown> }): Promise<Uint8Array> {
     const params = await this.getParams();
     const optimizer = o.optimizer ? await this.getOptimizerState() : null;
-    return writeHfCheckpoint(this.model.arch, this.o.lora, this.slab, { params, optimizer, meta: o.meta });
+    return writeHfCheckpoint(this.model.arch, this.o.lora, this.slab, { params, optimizer, meta: o.meta }, this.o.weightFormat ?? 'f32');
   }
 
   dispose(): void {
@@ -412,7 +412,13 @@ function fullWeights(a: DecoderArch, named: ReadonlyMap<string, Float32Array>): 
 export const hfModelConfig = (model: HfModel, contextLength: number): ModelConfig => archModelConfig(model.arch, contextLength);
 
 /** The checkpoint bytes of a slab (and its AdamW state). */
-function writeHfCheckpoint(arch: DecoderArch, lora: LoraConfig | null, slab: readonly SlabTensor[], c: PolicyCheckpoint): Uint8Array {
+function writeHfCheckpoint(
+  arch: DecoderArch,
+  lora: LoraConfig | null,
+  slab: readonly SlabTensor[],
+  c: PolicyCheckpoint,
+  weightFormat: WeightFormat,
+): Uint8Array {
   const tensors: { name: string; shape: number[]; data: Float32Array }[] = [];
   const add = (prefix: string, values: Float32Array) => {
     for (const [name, data] of splitSlab(slab, values, 'checkpoint'))
@@ -429,6 +435,8 @@ function writeHfCheckpoint(arch: DecoderArch, lora: LoraConfig | null, slab: rea
     lora: JSON.stringify(lora),
     step: String(c.optimizer?.step ?? 0),
     meta: JSON.stringify(c.meta),
+    // the base the adapters trained on, when it was rounded to 16 bits (a merge adds them to that one)
+    ...(weightFormat === 'f32' ? {} : { base_format: weightFormat }),
   });
 }
 
@@ -455,7 +463,8 @@ function openHfCheckpoint(a: DecoderArch, bytes: Uint8Array, file: string, where
 
 /**
  * What a policy checkpoint of `model` holds, for export: with LoRA its adapter (PEFT's modules
- * and A, B) and the base with it merged; with full fine-tuning the trained weights. The value
+ * and A, B) and the base with it merged (the base as the run held it: rounded to F16 / BF16 when
+ * the checkpoint's base_format says the run's lora.baseDtype rounded it, exact otherwise); with full fine-tuning the trained weights. The value
  * head is not part of a causal LM and is left out.
  */
 export function hfCheckpointWeights(
@@ -499,7 +508,10 @@ export function hfCheckpointWeights(
     A: modules.map((m) => tensor(peftKeys(m).A, lora.rank * m.inFeatures)),
     B: modules.map((m) => tensor(peftKeys(m).B, m.outFeatures * lora.rank)),
   };
-  return { lora, adapter, ...mergeLora(a, model.weights, adapter), meta };
+  // the adapters learned on the base as the run held it: rounded to 16 bits when lora.baseDtype said so
+  const format = md['base_format'] ?? 'f32';
+  checkWeightFormat(format, `${file}: base_format`);
+  return { lora, adapter, ...mergeLora(a, roundedWeights(a, model.weights, format), adapter), meta };
 }
 
 /**
@@ -619,7 +631,7 @@ export function hfPolicyFactory(model: HfModel, o: HfTrainOptions): PolicyFactor
     readCheckpoint,
     writeCheckpoint: (spec, c) => {
       check(spec);
-      return writeHfCheckpoint(a, o.lora, slab, c);
+      return writeHfCheckpoint(a, o.lora, slab, c, weightFormat);
     },
   };
 }
