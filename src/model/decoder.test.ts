@@ -36,6 +36,12 @@ describe.each(HF_FIXTURE_NAMES)('%s fixture', (name) => {
   const tokens = e.input_ids.flat();
   const cpu = new DecoderCpu(arch, weights);
   // the embedding split into 3 chunks, as a vocabulary over one binding would be
+  // the left-padded batch of expected.json: each row's first real position, and the forward's input
+  const paddedBatch = (() => {
+    const p = e.padded;
+    const start = p.attention_mask.map((m) => m.indexOf(1));
+    return { padded: p, start, input: { tokens: p.input_ids.flat(), positions: p.position_ids.flat(), start, B, T } };
+  })();
   const gpuModel = async () => new DecoderGpu(await testRuntime(), arch, weights, { embedChunkBytes: Math.ceil(V / 3) * arch.dModel * 4 });
 
   test('logits without a cache: cpu and webgpu match PyTorch', async () => {
@@ -71,9 +77,7 @@ describe.each(HF_FIXTURE_NAMES)('%s fixture', (name) => {
   });
 
   test('left padding: the real positions match', async () => {
-    const p = e.padded;
-    const start = p.attention_mask.map((m) => m.indexOf(1));
-    const input = { tokens: p.input_ids.flat(), positions: p.position_ids.flat(), start, B, T };
+    const { padded: p, start, input } = paddedBatch;
     const gpu = await gpuModel();
     for (const logits of [cpu.forward(input).logits, await gpu.forward(input)]) {
       for (let b = 0; b < B; b++) expect(maxRelDiff(rows(logits, b, T, V, start[b]!, T), p.logits[b]!.flat())).toBeLessThan(TOL);
@@ -107,9 +111,7 @@ describe.each(HF_FIXTURE_NAMES)('%s fixture', (name) => {
     const want = own === 'f32' ? ref.forward({ tokens, B, T }).logits : flat(e.logits);
     if (own === 'f32') expect(maxRelDiff(want, flat(e.logits))).toBeGreaterThan(TOL); // the rounding shows
     expect(maxRelDiff(await gpu.forward({ tokens, B, T }), want)).toBeLessThan(TOL);
-    const p = e.padded;
-    const start = p.attention_mask.map((m) => m.indexOf(1));
-    const input = { tokens: p.input_ids.flat(), positions: p.position_ids.flat(), start, B, T };
+    const { padded: p, start, input } = paddedBatch;
     const padded = await gpu.forward(input);
     const wantPadded = own === 'f32' ? ref.forward(input).logits : null;
     for (let b = 0; b < B; b++) {

@@ -27,17 +27,19 @@ const QWEN = archFromHfConfig({
   vocab_size: 151936,
 });
 const GiB = 2 ** 30;
+/** One RL step of SmolLM2-135M with LoRA r8 on q/v: 8 prompts x 8 samples x (128 + 256) tokens in 4 GiB. */
+const SMOLLM2_LORA_STEP = {
+  arch: SMOLLM2,
+  lora: { rank: 8, alpha: 16, targets: ['q_proj', 'v_proj'] },
+  sequences: 64,
+  seqLen: 384,
+  valueHead: false,
+  budgetBytes: 4 * GiB,
+};
 
 describe('planMemory', () => {
   test('SmolLM2-135M with LoRA, 8 prompts x 8 samples x 256 new tokens (+128 of prompt), fits 4 GiB in micro-batches', () => {
-    const p = planMemory({
-      arch: SMOLLM2,
-      lora: { rank: 8, alpha: 16, targets: ['q_proj', 'v_proj'] },
-      sequences: 64,
-      seqLen: 384,
-      valueHead: false,
-      budgetBytes: 4 * GiB,
-    });
+    const p = planMemory(SMOLLM2_LORA_STEP);
     expect(p.weights).toBe(134_515_008 * 4);
     expect(p.trainable).toBe(30 * (8 * (576 + 576) + 8 * (576 + 192))); // q_proj 576->576, v_proj 576->192
     expect(p.microBatch).toBeGreaterThanOrEqual(1);
@@ -49,14 +51,7 @@ describe('planMemory', () => {
   });
 
   test('a BF16 LoRA base: the matrices at 2 bytes, the norms at 4; more sequences a micro-batch; full fine-tuning stays f32', () => {
-    const input = {
-      arch: SMOLLM2,
-      lora: { rank: 8, alpha: 16, targets: ['q_proj', 'v_proj'] },
-      sequences: 64,
-      seqLen: 384,
-      valueHead: false,
-      budgetBytes: 4 * GiB,
-    };
+    const input = SMOLLM2_LORA_STEP;
     const f32 = planMemory(input);
     const bf16 = planMemory({ ...input, weightFormat: 'bf16' });
     const norms = 576 * (2 * 30 + 1); // two RMSNorm weights a layer and the final one: f32 either way

@@ -17,7 +17,7 @@
  * its metadata naming the format, the architecture and the LoRA settings it was trained with.
  */
 import type { GpuRuntime } from '../gpu/runtime';
-import type { HfModel } from '../hf/load';
+import { hfWeightFormat, type HfModel } from '../hf/load';
 import { mergeLora, type LoraAdapter } from '../hf/peft';
 import type { RlLossConfig } from '../kernels/ppo_loss_ref';
 import { RL_ROLLOUT_FIELDS } from '../kernels/ppo_loss_ref';
@@ -511,7 +511,15 @@ export function hfCheckpointWeights(
   // the adapters learned on the base as the run held it: rounded to 16 bits when lora.baseDtype said so
   const format = md['base_format'] ?? 'f32';
   checkWeightFormat(format, `${file}: base_format`);
-  return { lora, adapter, ...mergeLora(a, roundedWeights(a, model.weights, format), adapter), meta };
+  return { lora, adapter, ...mergeLora(a, baseWeights(model, format), adapter), meta };
+}
+
+/**
+ * The model's weights as a base stored in `format` holds them: the loaded ones when that changes
+ * nothing (f32, or the checkpoint's own 16-bit dtype: no copy of the model), else rounded copies.
+ */
+function baseWeights(model: HfModel, format: WeightFormat): ReadonlyMap<string, Float32Array> {
+  return format === 'f32' || hfWeightFormat(model.dtypes) === format ? model.weights : roundedWeights(model.arch, model.weights, format);
 }
 
 /**
@@ -533,7 +541,7 @@ export function hfPolicyFactory(model: HfModel, o: HfTrainOptions): PolicyFactor
   const shared = o.lora
     ? new SharedBase(() =>
         o.backend === 'cpu'
-          ? new DecoderCpu(a, roundedWeights(a, model.weights, weightFormat), o.contextLength)
+          ? new DecoderCpu(a, baseWeights(model, weightFormat), o.contextLength)
           : new DecoderGpu(o.runtime!, a, model.weights, { contextLength: o.contextLength, weightFormat }),
       )
     : null;

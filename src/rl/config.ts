@@ -3,7 +3,7 @@
  * and out-of-range values are errors naming the field), so a run's config.json fully
  * describes what ran.
  */
-import type { WeightFormat } from '../kernels/weight_format';
+import { WEIGHT_FORMATS, type WeightFormat } from '../kernels/weight_format';
 import { validateModelConfig, type ModelConfig } from '../model/config';
 import { DEFAULT_REWARD, validateRewardConfig, type RewardConfig } from '../reward/reward';
 import { FAMILIES, type Family } from './tasks';
@@ -144,8 +144,11 @@ export interface RunLoraConfig {
    * "f16" / "bf16" round an F32 checkpoint to that (half the memory, the numbers change by the
    * rounding: the cpu backend rounds the same way, so both train the same model); "f32" widens.
    */
-  baseDtype?: 'auto' | WeightFormat;
+  baseDtype?: BaseDtype;
 }
+
+/** lora.baseDtype: "auto" (the checkpoint's own 16-bit dtype, else f32) or a weight format. */
+export type BaseDtype = 'auto' | WeightFormat;
 
 export interface RlConfig {
   preset: string;
@@ -428,8 +431,8 @@ function checkSection(obj: unknown, spec: Record<string, Spec>, where: string, e
   }
 }
 
-/** lora.baseDtype's values: "auto" (the checkpoint's own 16-bit dtype, else f32) or a weight format. */
-export const BASE_DTYPES = ['auto', 'f32', 'f16', 'bf16'] as const;
+/** lora.baseDtype's values. */
+export const BASE_DTYPES: readonly BaseDtype[] = ['auto', ...WEIGHT_FORMATS];
 
 function checkLora(l: unknown): void {
   const at = 'config.lora';
@@ -437,7 +440,7 @@ function checkLora(l: unknown): void {
   for (const k of Object.keys(l))
     if (!['rank', 'alpha', 'targets', 'lrRatio', 'from', 'baseDtype'].includes(k))
       throw new RlConfigError(`${at}: unknown field "${k}" (fields: rank, alpha, targets, lrRatio, from, baseDtype)`);
-  if (l.baseDtype !== undefined && !BASE_DTYPES.includes(l.baseDtype as (typeof BASE_DTYPES)[number]))
+  if (l.baseDtype !== undefined && !BASE_DTYPES.includes(l.baseDtype as BaseDtype))
     throw new RlConfigError(
       `${at}.baseDtype: must be one of ${BASE_DTYPES.map((d) => `"${d}"`).join(', ')} (how the frozen base is stored on the GPU), got ${JSON.stringify(l.baseDtype)}`,
     );

@@ -13,7 +13,7 @@ import { HF_FILES } from '../../hf/folder';
 import { hfModelStore } from '../../hf/browser';
 import { archFromHfConfig, type DecoderArch } from '../../model/arch';
 import { DEFAULT_LORA_TARGETS } from '../../model/lora';
-import type { RlConfig } from '../../rl/config';
+import type { BaseDtype, RlConfig } from '../../rl/config';
 import { loraTargetNames } from '../../rl/pretrained';
 import { useLab } from '../../store';
 import { hfReferenceModels } from '../../store/modelsSlice';
@@ -264,9 +264,7 @@ export function PolicyPicker({ preset, overrides, cfg, onOverrides, disabled, on
                 <select
                   id={`${id}-lora-base`}
                   value={lora.baseDtype ?? 'auto'}
-                  onChange={(e) =>
-                    write(withLoraBaseDtype(overrides, preset, lora, arch, e.target.value as NonNullable<typeof lora.baseDtype>))
-                  }
+                  onChange={(e) => write(withLoraBaseDtype(overrides, preset, lora, arch, e.target.value as BaseDtype))}
                   aria-describedby={`${id}-lora-base-hint`}
                   data-testid="exp-lora-baseDtype"
                 >

@@ -11,12 +11,12 @@
  *   architecture's default, model/lora.ts DEFAULT_LORA_TARGETS), as the CLI records them.
  * The memory plan line (rl/pretrained.ts runMemoryPlan) is computed here too.
  */
-import { BASE_DTYPES, RL_PRESETS, type RlConfig, type RunLoraConfig } from '../../rl/config';
+import { BASE_DTYPES, RL_PRESETS, type BaseDtype, type RlConfig, type RunLoraConfig } from '../../rl/config';
 import type { DecoderArch } from '../../model/arch';
 import { DEFAULT_LORA_TARGETS } from '../../model/lora';
 import { describeMemoryPlan, MemoryPlanError } from '../../model/memory-plan';
 import { hfWeightFormat } from '../../hf/load';
-import { loraTargetNames, pretrainedModelConfig, pretrainedRunConfig, runMemoryPlan, runWeightFormat } from '../../rl/pretrained';
+import { loraTargetNames, pretrainedModelConfig, pretrainedRunConfig, runMemoryPlan } from '../../rl/pretrained';
 import { describeReference, importedReference, type ReferenceRef } from '../../rl/reference';
 import { errorText } from '../../util/errors';
 import { effective, getPath, withOverride } from './fields';
@@ -166,6 +166,24 @@ export function withLoraAlpha(
   return withOverride(overrides, preset, 'lora', { ...lora, alpha, targets: loraShown(lora, a).targets });
 }
 
+/** config.lora with an optional field set, or left out when it is the default; the targets resolved. */
+function withLoraOptional<K extends 'lrRatio' | 'baseDtype'>(
+  overrides: unknown,
+  preset: string,
+  lora: RunLoraConfig,
+  a: DecoderArch,
+  key: K,
+  value: NonNullable<RunLoraConfig[K]>,
+  dflt: NonNullable<RunLoraConfig[K]>,
+): Record<string, unknown> {
+  const { [key]: _old, ...rest } = lora;
+  return withOverride(overrides, preset, 'lora', {
+    ...rest,
+    ...(value === dflt ? {} : { [key]: value }),
+    targets: loraShown(lora, a).targets,
+  });
+}
+
 /** LoRA+'s ratio (lora_B's learning rate over lora_A's); 1, plain LoRA, leaves the field out. */
 export function withLoraRatio(
   overrides: unknown,
@@ -174,8 +192,7 @@ export function withLoraRatio(
   a: DecoderArch,
   lrRatio: number,
 ): Record<string, unknown> {
-  const { lrRatio: _old, ...rest } = lora;
-  return withOverride(overrides, preset, 'lora', { ...rest, ...(lrRatio === 1 ? {} : { lrRatio }), targets: loraShown(lora, a).targets });
+  return withLoraOptional(overrides, preset, lora, a, 'lrRatio', lrRatio, 1);
 }
 
 /** How the frozen base is stored on the GPU (config.lora.baseDtype); "auto", the default, leaves the field out. */
@@ -184,30 +201,25 @@ export function withLoraBaseDtype(
   preset: string,
   lora: RunLoraConfig,
   a: DecoderArch,
-  baseDtype: (typeof BASE_DTYPES)[number],
+  baseDtype: BaseDtype,
 ): Record<string, unknown> {
-  const { baseDtype: _old, ...rest } = lora;
-  return withOverride(overrides, preset, 'lora', {
-    ...rest,
-    ...(baseDtype === 'auto' ? {} : { baseDtype }),
-    targets: loraShown(lora, a).targets,
-  });
+  return withLoraOptional(overrides, preset, lora, a, 'baseDtype', baseDtype, 'auto');
 }
 
 /**
  * The base-storage choices for a model stored in `dtypes`, each with what it does there: "auto"
- * names the format it resolves to (rl/pretrained.ts runWeightFormat).
+ * names the format it resolves to (hf/load.ts hfWeightFormat), a 16-bit one whether it is exact.
  */
-export function baseDtypeOptions(dtypes: readonly string[]): { value: (typeof BASE_DTYPES)[number]; label: string }[] {
-  const auto = runWeightFormat({ lora: { rank: 1, alpha: 1 } }, dtypes);
+export function baseDtypeOptions(dtypes: readonly string[]): { value: BaseDtype; label: string }[] {
+  const own = hfWeightFormat(dtypes);
   return BASE_DTYPES.map((value) => ({
     value,
     label:
       value === 'auto'
-        ? `auto (${auto.toUpperCase()})`
+        ? `auto (${own.toUpperCase()})`
         : value === 'f32'
           ? 'F32'
-          : `${value.toUpperCase()} (${hfWeightFormat(dtypes) === value ? 'exact' : 'rounds'})`,
+          : `${value.toUpperCase()} (${own === value ? 'exact' : 'rounds'})`,
   }));
 }
 
