@@ -5,7 +5,13 @@ import type { Page } from 'playwright-core';
 /** Fills the completion, scores it and waits for the result; returns the verdict and seconds taken. */
 export async function score(page: Page, completion: string | null, viaKeyboard = false): Promise<{ verdict: string; seconds: number }> {
   const editor = page.getByLabel('Completion (follows the prompt)');
-  if (completion !== null) await editor.fill(completion);
+  if (completion !== null) {
+    await editor.fill(completion);
+    // the text must be the store's (and so what is scored) before Score is pressed: a lost edit fails here, by name
+    await expect
+      .poll(() => page.getByTestId('scorer-completion').inputValue(), { message: 'the filled completion was not kept' })
+      .toBe(completion);
+  }
   const button = page.getByTestId('scorer-score');
   const seq = async (): Promise<number> =>
     Number((await page.getByTestId('scorer-result').count()) ? await page.getByTestId('scorer-result').getAttribute('data-seq') : 0);

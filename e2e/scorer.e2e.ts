@@ -270,7 +270,12 @@ describe('the scratch scorer in the Reward panel', () => {
     );
     const text = '  return text.length < 2;\n};\n';
     const r = await score(page, text);
-    expect(r.verdict).toBe('failed'); // the sandbox still ran
+    // the sandbox still ran, on the text typed: two of the six tests fail
+    expect({ verdict: r.verdict, kept: await page.getByTestId('scorer-completion').inputValue(), tests: await statuses(page) }).toEqual({
+      verdict: 'failed',
+      kept: text,
+      tests: ['passed', 'passed', 'failed', 'passed', 'failed', 'passed'],
+    });
     const alert = page.getByTestId('scorer-error');
     expect(await alert.getAttribute('role')).toBe('alert');
     expect(await alert.textContent()).toMatch(/Static analysis could not be loaded: .*HTTP 404/);
