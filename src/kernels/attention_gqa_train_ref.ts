@@ -52,41 +52,110 @@ export function attentionGqaTrainForwardRef(
 ): void {
   const W = checkGqaTrainProblem(p, 'attentionGqaTrainForwardRef');
   const { B, T, NH, NKV, HS } = p;
-  const group = NH / NKV;
-  const scale = 1 / Math.sqrt(HS);
-  const pre = new Float64Array(T);
+  const heads = headLayouts(W, NH, NKV, HS, T);
+  const rows = new Int32Array(T); // sequence b's rows, b * T + j
   for (let b = 0; b < B; b++) {
     const s = startOf(start, b);
+    for (let j = 0; j < T; j++) rows[j] = b * T + j;
     for (let t = 0; t < T; t++) {
-      for (let h = 0; h < NH; h++) {
-        const q = (b * T + t) * W + h * HS;
-        const g = Math.floor(h / group);
-        const kOff = (NH + g) * HS;
-        const vOff = (NH + NKV + g) * HS;
-        let max = -Infinity;
-        for (let j = 0; j <= t; j++) {
-          if (!attends(t, j, s)) continue;
-          const k = (b * T + j) * W + kOff;
-          let dot = 0;
-          for (let d = 0; d < HS; d++) dot += qkv[q + d]! * qkv[k + d]!;
-          pre[j] = dot * scale;
-          if (pre[j]! > max) max = pre[j]!;
-        }
-        let sum = 0;
-        for (let j = 0; j <= t; j++) if (attends(t, j, s)) sum += Math.exp(pre[j]! - max);
-        const l = max + Math.log(sum);
-        lse[(b * NH + h) * T + t] = l;
-        const o = (b * T + t) * NH * HS + h * HS;
-        for (let d = 0; d < HS; d++) out[o + d] = 0;
-        for (let j = 0; j <= t; j++) {
-          if (!attends(t, j, s)) continue;
-          const a = Math.exp(pre[j]! - l);
-          const v = (b * T + j) * W + vOff;
-          for (let d = 0; d < HS; d++) out[o + d]! += a * qkv[v + d]!;
-        }
-      }
+      // the keys it sees, attends(t, j, s): s..t, or itself alone (a padding query)
+      const k0 = t >= s ? s : t;
+      for (let h = 0; h < NH; h++)
+        lse[(b * NH + h) * T + t] = attendRow(
+          out,
+          (b * T + t) * NH * HS + h * HS,
+          qkv,
+          (b * T + t) * W + h * HS,
+          rows,
+          k0,
+          t + 1,
+          heads[h]!,
+        );
     }
   }
+}
+
+/** Where attendRow finds a head's keys and values in a packed qkv row, and its scratch. */
+interface AttendLayout {
+  W: number;
+  kOff: number;
+  vOff: number;
+  HS: number;
+  scale: number;
+  /** scratch, at least as long as the longest key list */
+  pre: Float64Array;
+}
+
+/** Each query head's AttendLayout (query head h reads kv head h / (NH / NKV)), sharing one scratch of `longest`. */
+function headLayouts(W: number, NH: number, NKV: number, HS: number, longest: number): AttendLayout[] {
+  const pre = new Float64Array(longest);
+  const scale = 1 / Math.sqrt(HS);
+  return Array.from({ length: NH }, (_, h) => {
+    const g = Math.floor(h / (NH / NKV));
+    return { W, kOff: (NH + g) * HS, vOff: (NH + NKV + g) * HS, HS, scale, pre };
+  });
+}
+
+/**
+ * One query head's attention over the qkv rows keys[k0..k1), in that order:
+ *   out[o, o + HS) = sum_j exp(pre_j - lse) v_j,  pre_j = scale q . k_j,  lse = log sum_j exp(pre_j)
+ * with q at qkv[q, q + HS); returns lse. The full-sequence forward and the prefix-tree forward
+ * both run it, so a row shared through a tree gets the very numbers it gets in its own sequence.
+ */
+function attendRow(
+  out: Float64Array,
+  o: number,
+  qkv: ArrayLike<number>,
+  q: number,
+  keys: ArrayLike<number>,
+  k0: number,
+  k1: number,
+  { W, kOff, vOff, HS, scale, pre }: AttendLayout,
+): number {
+  let max = -Infinity;
+  for (let j = k0; j < k1; j++) {
+    const k = keys[j]! * W + kOff;
+    let dot = 0;
+    for (let d = 0; d < HS; d++) dot += qkv[q + d]! * qkv[k + d]!;
+    const x = dot * scale;
+    pre[j - k0] = x;
+    if (x > max) max = x;
+  }
+  let sum = 0;
+  for (let j = 0; j < k1 - k0; j++) sum += Math.exp(pre[j]! - max);
+  const l = max + Math.log(sum);
+  for (let d = 0; d < HS; d++) out[o + d] = 0;
+  for (let j = k0; j < k1; j++) {
+    const a = Math.exp(pre[j - k0]! - l);
+    const v = keys[j]! * W + vOff;
+    for (let d = 0; d < HS; d++) out[o + d]! += a * qkv[v + d]!;
+  }
+  return l;
+}
+
+/**
+ * Causal attention over a prefix tree of rows (model/prefix-tree.ts): out (N, NH*HS) from qkv
+ * (N, W), where row u sees the rows chainNodes[chainStart[u] .. chainStart[u + 1]), its
+ * ancestors from the root and then itself, in order. A tree whose chains are each sequence's rows
+ * is attentionGqaTrainForwardRef without padding; one where sequences share a prompt computes the
+ * prompt's rows once. Forward only (no logsumexp is kept).
+ */
+export function attentionGqaTreeRef(
+  out: Float64Array,
+  qkv: ArrayLike<number>,
+  tree: { chainStart: ArrayLike<number>; chainNodes: ArrayLike<number> },
+  p: { N: number; NH: number; NKV: number; HS: number },
+): void {
+  const { N, NH, NKV, HS } = p;
+  const W = checkGqaTrainProblem({ B: 1, T: Math.max(N, 1), NH, NKV, HS }, 'attentionGqaTreeRef');
+  if (qkv.length !== N * W) throw new Error(`attentionGqaTreeRef: qkv has ${qkv.length} values, (N, W) = (${N}, ${W}) needs ${N * W}`);
+  if (tree.chainStart.length !== N + 1) throw new Error(`attentionGqaTreeRef: ${tree.chainStart.length} chain offsets for ${N} rows`);
+  let longest = 0;
+  for (let u = 0; u < N; u++) longest = Math.max(longest, tree.chainStart[u + 1]! - tree.chainStart[u]!);
+  const heads = headLayouts(W, NH, NKV, HS, longest);
+  for (let u = 0; u < N; u++)
+    for (let h = 0; h < NH; h++)
+      attendRow(out, u * NH * HS + h * HS, qkv, u * W + h * HS, tree.chainNodes, tree.chainStart[u]!, tree.chainStart[u + 1]!, heads[h]!);
 }
 
 /**

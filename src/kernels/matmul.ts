@@ -323,6 +323,11 @@ export function matmulBackwardRef(
   // dweight element is loaded and stored once per 4 rows (about 1.5-2x the speed of a row at a
   // time in V8). Entries of dout that are 0 in all 4 rows (masked positions of the LM head) are
   // skipped: they add nothing.
+  if (!dweight) {
+    // a frozen weight (LoRA's base): only the input's gradient
+    matmulBackwardInputRef(dinp, dbias, dout, weight, M, K, N);
+    return;
+  }
   const M4 = M - (M % 4);
   let m = 0;
   for (; m < M4; m += 4) {
@@ -339,17 +344,6 @@ export function matmulBackwardRef(
       if (d0 === 0 && d1 === 0 && d2 === 0 && d3 === 0) continue;
       if (dbias) dbias[n]! += d0 + d1 + d2 + d3;
       const w = n * K;
-      if (!dweight) {
-        // a frozen weight (LoRA's base): only the input's gradient
-        for (let k = 0; k < K; k++) {
-          const x = weight[w + k]!;
-          dinp[a0 + k]! += d0 * x;
-          dinp[a1 + k]! += d1 * x;
-          dinp[a2 + k]! += d2 * x;
-          dinp[a3 + k]! += d3 * x;
-        }
-        continue;
-      }
       for (let k = 0; k < K; k++) {
         const x = weight[w + k]!;
         dinp[a0 + k]! += d0 * x;
@@ -369,8 +363,89 @@ export function matmulBackwardRef(
       const w = n * K;
       for (let k = 0; k < K; k++) {
         dinp[a + k]! += d * weight[w + k]!;
-        if (dweight) dweight[w + k]! += d * inp[a + k]!;
+        dweight[w + k]! += d * inp[a + k]!;
       }
+    }
+  }
+}
+
+/**
+ * matmulBackwardRef without a weight gradient: dinp (M, K) += dout (M, N) . weight (N, K), and
+ * dbias. Blocks of 4 rows by 2 output columns, so each dinp element is loaded and stored once per
+ * 2 columns and each weight element serves 4 rows; a block whose dout is all 0 is skipped.
+ */
+function matmulBackwardInputRef(
+  dinp: Float64Array,
+  dbias: Float64Array | null,
+  dout: ArrayLike<number>,
+  weight: ArrayLike<number>,
+  M: number,
+  K: number,
+  N: number,
+): void {
+  const M4 = M - (M % 4);
+  const N2 = N - (N % 2);
+  let m = 0;
+  for (; m < M4; m += 4) {
+    const a0 = m * K;
+    const a1 = a0 + K;
+    const a2 = a1 + K;
+    const a3 = a2 + K;
+    const o0 = m * N;
+    const o1 = o0 + N;
+    const o2 = o1 + N;
+    const o3 = o2 + N;
+    let n = 0;
+    for (; n < N2; n += 2) {
+      const d00 = dout[o0 + n]!;
+      const d10 = dout[o1 + n]!;
+      const d20 = dout[o2 + n]!;
+      const d30 = dout[o3 + n]!;
+      const d01 = dout[o0 + n + 1]!;
+      const d11 = dout[o1 + n + 1]!;
+      const d21 = dout[o2 + n + 1]!;
+      const d31 = dout[o3 + n + 1]!;
+      if (d00 === 0 && d10 === 0 && d20 === 0 && d30 === 0 && d01 === 0 && d11 === 0 && d21 === 0 && d31 === 0) continue;
+      if (dbias) {
+        dbias[n]! += d00 + d10 + d20 + d30;
+        dbias[n + 1]! += d01 + d11 + d21 + d31;
+      }
+      const w0 = n * K;
+      const w1 = w0 + K;
+      for (let k = 0; k < K; k++) {
+        const x0 = weight[w0 + k]!;
+        const x1 = weight[w1 + k]!;
+        dinp[a0 + k]! += d00 * x0 + d01 * x1;
+        dinp[a1 + k]! += d10 * x0 + d11 * x1;
+        dinp[a2 + k]! += d20 * x0 + d21 * x1;
+        dinp[a3 + k]! += d30 * x0 + d31 * x1;
+      }
+    }
+    for (; n < N; n++) {
+      const d0 = dout[o0 + n]!;
+      const d1 = dout[o1 + n]!;
+      const d2 = dout[o2 + n]!;
+      const d3 = dout[o3 + n]!;
+      if (d0 === 0 && d1 === 0 && d2 === 0 && d3 === 0) continue;
+      if (dbias) dbias[n]! += d0 + d1 + d2 + d3;
+      const w = n * K;
+      for (let k = 0; k < K; k++) {
+        const x = weight[w + k]!;
+        dinp[a0 + k]! += d0 * x;
+        dinp[a1 + k]! += d1 * x;
+        dinp[a2 + k]! += d2 * x;
+        dinp[a3 + k]! += d3 * x;
+      }
+    }
+  }
+  for (; m < M; m++) {
+    const a = m * K;
+    for (let n = 0; n < N; n++) {
+      const d = dout[m * N + n]!;
+      if (d === 0) continue;
+      if (dbias) dbias[n]! += d;
+      const w = n * K;
+      for (let k = 0; k < K; k++) dinp[a + k]! += d * weight[w + k]!;
     }
   }
 }

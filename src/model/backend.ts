@@ -27,6 +27,12 @@ export interface TrainStepResult {
 export interface PolicyBackend {
   readonly kind: BackendKind;
   readonly config: ModelConfig;
+  /**
+   * true when forward() computes a prefix that several sequences of one call share once
+   * (ForwardInput.readRows; the float64 decoder of an imported model): callers then batch
+   * sequences of one prompt together instead of sequences of like length
+   */
+  readonly sharesPrefixes?: boolean;
   /** logits (BT, V) and values (BT) */
   forward(input: ForwardInput): Promise<{ logits: Float32Array; values: Float32Array }>;
   /** one optimizer step over the micro-batches; `read` asks for the loss (a readback on webgpu) */

@@ -45,6 +45,15 @@ export interface ForwardInput {
    * 0, the same numbers where it computes them; a backend that computes every row is also right.
    */
   logitRows?: ArrayLike<number>;
+  /**
+   * (B, T) optional: nonzero at every row whose outputs (logits where logitRows is, values) the
+   * caller reads, when no backward follows (scoring sequences: old and reference log-probs, a
+   * reward model's values). The float64 decoder then computes only those rows and the rows before
+   * them, each prefix that several sequences share once (model/prefix-tree.ts), and leaves every
+   * other row's logits and values 0: the same numbers where it computes them. A backend that
+   * computes every row is also right.
+   */
+  readRows?: ArrayLike<number>;
 }
 
 export interface ForwardResult {
@@ -68,7 +77,7 @@ export class CpuModel {
   /** gradients, same layout; backward() accumulates into them */
   grads: Float64Array;
   private acts: {
-    input: Required<Omit<ForwardInput, 'start' | 'logitRows'>> & { start: ArrayLike<number> | null };
+    input: Required<Omit<ForwardInput, 'start' | 'logitRows' | 'readRows'>> & { start: ArrayLike<number> | null };
     layers: LayerActs[];
     final: Float64Array;
     lnf: Float64Array;
@@ -231,6 +240,8 @@ export function checkInput(input: ForwardInput, V: number, maxT: number): void {
   }
   if (input.logitRows && input.logitRows.length !== B * T)
     throw new Error(`forward: logitRows has ${input.logitRows.length} entries, expected B*T = ${B * T}`);
+  if (input.readRows && input.readRows.length !== B * T)
+    throw new Error(`forward: readRows has ${input.readRows.length} entries, expected B*T = ${B * T}`);
   if (positions) {
     if (positions.length !== B * T) throw new Error(`forward: positions has ${positions.length} entries, expected ${B * T}`);
     for (let i = 0; i < positions.length; i++) {

@@ -10,7 +10,7 @@
  * autograd on the fixtures (decoder-grad.test.ts). Shape legend: arch.ts.
  */
 import { attentionGqaRef, kvWriteGqaRef } from '../kernels/attention_gqa';
-import { attentionGqaBackwardRef, attentionGqaTrainForwardRef } from '../kernels/attention_gqa_train_ref';
+import { attentionGqaBackwardRef, attentionGqaTrainForwardRef, attentionGqaTreeRef } from '../kernels/attention_gqa_train_ref';
 import { geluBackwardRef, geluForwardRef } from '../kernels/gelu';
 import { layernormBackwardRef, layernormForwardRef } from '../kernels/layernorm';
 import { matmulBackwardRef, matmulForwardRef } from '../kernels/matmul';
@@ -21,6 +21,7 @@ import { swigluBackwardRef, swigluForwardRef } from '../kernels/swiglu';
 import { archDims, decoderTensors, layerTensor, type DecoderArch } from './arch';
 import { checkInput, defaultPositions, type ForwardInput } from './cpu';
 import { headTensor, peftKeys, type LoraModule } from './lora';
+import { prefixTree } from './prefix-tree';
 import { gaussian, Rng } from '../util/random';
 
 /** Per-layer key and value caches, (B, NKV, Tmax, HS) each (kernels/attention_gqa.ts). */
@@ -47,6 +48,106 @@ interface CpuLora {
   B: Float64Array[]; // (out, r) each
   dA: Float64Array[];
   dB: Float64Array[];
+}
+
+/**
+ * A LoRA module's B side of the backward, over rows four at a time (each B and dB element read
+ * once per four rows): dxa (N, r) += scaling * dout[:, r0:r1] . B and dB (out, r) += scaling *
+ * dout[:, r0:r1]^T . xa, dout (N, Ntot). A four-row block whose gradients are all 0 is skipped.
+ */
+function loraBackwardB(
+  dxa: Float64Array,
+  dB: Float64Array,
+  dout: ArrayLike<number>,
+  xa: Float64Array,
+  B: Float64Array,
+  N: number,
+  Ntot: number,
+  r0: number,
+  r1: number,
+  r: number,
+  scaling: number,
+): void {
+  let n = 0;
+  for (; n + 4 <= N; n += 4) {
+    const x0 = n * r;
+    const x1 = x0 + r;
+    const x2 = x1 + r;
+    const x3 = x2 + r;
+    for (let o = r0; o < r1; o++) {
+      const g0 = scaling * dout[n * Ntot + o]!;
+      const g1 = scaling * dout[(n + 1) * Ntot + o]!;
+      const g2 = scaling * dout[(n + 2) * Ntot + o]!;
+      const g3 = scaling * dout[(n + 3) * Ntot + o]!;
+      if (g0 === 0 && g1 === 0 && g2 === 0 && g3 === 0) continue;
+      const w = (o - r0) * r;
+      for (let j = 0; j < r; j++) {
+        const b = B[w + j]!;
+        dxa[x0 + j]! += g0 * b;
+        dxa[x1 + j]! += g1 * b;
+        dxa[x2 + j]! += g2 * b;
+        dxa[x3 + j]! += g3 * b;
+        dB[w + j]! += g0 * xa[x0 + j]! + g1 * xa[x1 + j]! + g2 * xa[x2 + j]! + g3 * xa[x3 + j]!;
+      }
+    }
+  }
+  for (; n < N; n++)
+    for (let o = r0; o < r1; o++) {
+      const g = scaling * dout[n * Ntot + o]!;
+      if (g === 0) continue;
+      const w = (o - r0) * r;
+      for (let j = 0; j < r; j++) {
+        dxa[n * r + j]! += g * B[w + j]!;
+        dB[w + j]! += g * xa[n * r + j]!;
+      }
+    }
+}
+
+/** A LoRA module's A side: dA (r, K) += dxa^T . inp, dxa (N, r), inp (N, K), rows four at a time. */
+function loraBackwardA(dA: Float64Array, dxa: Float64Array, inp: Float64Array, N: number, K: number, r: number): void {
+  let n = 0;
+  for (; n + 4 <= N; n += 4) {
+    const i0 = n * K;
+    const i1 = i0 + K;
+    const i2 = i1 + K;
+    const i3 = i2 + K;
+    for (let j = 0; j < r; j++) {
+      const g0 = dxa[n * r + j]!;
+      const g1 = dxa[(n + 1) * r + j]!;
+      const g2 = dxa[(n + 2) * r + j]!;
+      const g3 = dxa[(n + 3) * r + j]!;
+      if (g0 === 0 && g1 === 0 && g2 === 0 && g3 === 0) continue;
+      const a0 = j * K;
+      for (let k = 0; k < K; k++) dA[a0 + k]! += g0 * inp[i0 + k]! + g1 * inp[i1 + k]! + g2 * inp[i2 + k]! + g3 * inp[i3 + k]!;
+    }
+  }
+  for (; n < N; n++)
+    for (let j = 0; j < r; j++) {
+      const g = dxa[n * r + j]!;
+      if (g === 0) continue;
+      const a0 = j * K;
+      const i0 = n * K;
+      for (let k = 0; k < K; k++) dA[a0 + k]! += g * inp[i0 + k]!;
+    }
+}
+
+/** The rows `rows` of x (?, C), in that order, as one (rows.length, C) array. */
+function gatherRows(x: Float64Array, rows: readonly number[], C: number): Float64Array {
+  const out = new Float64Array(rows.length * C);
+  rows.forEach((r, i) => out.set(x.subarray(r * C, (r + 1) * C), i * C));
+  return out;
+}
+
+/** Whether two lists of arrays hold the same numbers, element for element. */
+function sameArrays(a: readonly Float64Array[], b: readonly Float64Array[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) {
+    const x = a[i]!;
+    const y = b[i]!;
+    if (x.length !== y.length) return false;
+    for (let k = 0; k < x.length; k++) if (x[k] !== y[k]) return false;
+  }
+  return true;
 }
 
 /** One tensor the optimizer updates (DecoderCpu.trainables). */
@@ -94,6 +195,12 @@ export class DecoderCpu {
   loraEnabled = true;
   /** a scalar value head on the final norm's output (PPO's critic), fresh on a pretrained model */
   private valueHead: { w: Float64Array; b: Float64Array; dw: Float64Array; db: Float64Array } | null = null;
+  /**
+   * The last merge (merged()) and copies of the adapter values it was made from: a forward whose
+   * adapters are the same object holding the same numbers reuses it (the optimizer changes them in
+   * place, so they are compared, not trusted). The base is frozen while adapters are on.
+   */
+  private mergeMemo: { merged: Merged; scaling: number; A: Float64Array[]; B: Float64Array[] } | null = null;
   private saved: {
     tokens: number[];
     positions: number[];
@@ -168,8 +275,7 @@ export class DecoderCpu {
     lastOnly = false,
   ): { logits: Float64Array; values?: Float64Array; lastOnly: boolean } {
     const a = this.arch;
-    const { nLayer: L, dModel: C, nHead: NH, nKvHead: NKV, headDim: HS, vocabSize: V, dFf: F } = a;
-    const { QD, W, up } = archDims(a);
+    const { nLayer: L, dModel: C, nHead: NH, nKvHead: NKV, headDim: HS, vocabSize: V } = a;
     const { B, T } = input;
     const BT = B * T;
     checkInput(input, V, this.contextLength);
@@ -177,6 +283,12 @@ export class DecoderCpu {
     const start = input.start ?? new Uint32Array(B);
     const train = !kv && !lastOnly;
     this.saved = null;
+    if (train && input.readRows && !input.positions && !(input.start && Array.from(input.start).some((s) => s > 0)))
+      return this.forwardTree({ ...input, readRows: input.readRows });
+    if (kv && kv.pos === 0) {
+      const shared = this.sharedPrefill(input, positions, start, kv.cache, lastOnly);
+      if (shared) return shared;
+    }
     // the adapters merged into their weights for this forward (a prefill's stay with its cache for the decode steps)
     const merged = this.merged(kv?.cache);
     const lw = (name: string) => merged.weights.get(name) ?? this.w(name);
@@ -191,44 +303,17 @@ export class DecoderCpu {
     }
     const layers: DecoderLayerActs[] = [];
     for (let l = 0; l < L; l++) {
-      const p = (n: string) => layerTensor(l, n);
-      const s: DecoderLayerActs = {
-        x,
-        h1: new Float64Array(BT * C),
-        mean1: new Float64Array(BT),
-        rstd1: new Float64Array(BT),
-        qkv: new Float64Array(BT * W),
-        atty: new Float64Array(BT * QD),
-        lse: new Float64Array(train ? B * NH * T : 0),
-        x2: new Float64Array(BT * C),
-        h2: new Float64Array(BT * C),
-        mean2: new Float64Array(BT),
-        rstd2: new Float64Array(BT),
-        u: new Float64Array(BT * up),
-        act: new Float64Array(BT * F),
-      };
-      this.norm(s.h1, s.mean1, s.rstd1, x, p('norm1'), BT);
-      matmulForwardRef(s.qkv, s.h1, lw(p('qkv.w')), this.wOpt(p('qkv.b')), BT, C, W);
-      if (a.positions.kind === 'rope') ropeRef(s.qkv, positions, BT, W, NH + NKV, HS, a.positions.theta, false);
-      if (train) attentionGqaTrainForwardRef(s.atty, s.lse, s.qkv, start, { B, T, NH, NKV, HS });
-      else {
-        const step = kv ?? { cache: this.createKvCache(B, T), pos: 0 };
-        const problem = { B, Tnew: T, NH, NKV, HS, Tmax: step.cache.Tmax, pos: step.pos };
-        const { k, v } = step.cache.layers[l]!;
-        kvWriteGqaRef(k, v, s.qkv, problem);
-        attentionGqaRef(s.atty, s.qkv, k, v, start, problem);
-      }
-      const o = new Float64Array(BT * C);
-      matmulForwardRef(o, s.atty, lw(p('o.w')), this.wOpt(p('o.b')), BT, QD, C);
-      residualForwardRef(s.x2, x, o, BT * C);
-      this.norm(s.h2, s.mean2, s.rstd2, s.x2, p('norm2'), BT);
-      matmulForwardRef(s.u, s.h2, lw(p('up.w')), this.wOpt(p('up.b')), BT, C, up); // (BT, 2F) gate|up, or (BT, F)
-      if (a.mlp === 'swiglu') swigluForwardRef(s.act, s.u, BT, F);
-      else geluForwardRef(s.act, s.u, BT * F);
-      const d = new Float64Array(BT * C);
-      matmulForwardRef(d, s.act, lw(p('down.w')), this.wOpt(p('down.b')), BT, F, C);
-      x = new Float64Array(BT * C);
-      residualForwardRef(x, s.x2, d, BT * C);
+      const s = this.layer(l, x, BT, positions, lw, train ? B * NH * T : 0, (s) => {
+        if (train) attentionGqaTrainForwardRef(s.atty, s.lse, s.qkv, start, { B, T, NH, NKV, HS });
+        else {
+          const step = kv ?? { cache: this.createKvCache(B, T), pos: 0 };
+          const problem = { B, Tnew: T, NH, NKV, HS, Tmax: step.cache.Tmax, pos: step.pos };
+          const { k, v } = step.cache.layers[l]!;
+          kvWriteGqaRef(k, v, s.qkv, problem);
+          attentionGqaRef(s.atty, s.qkv, k, v, start, problem);
+        }
+      });
+      x = s.out;
       if (train) layers.push(s);
     }
     let rows = BT;
@@ -274,6 +359,173 @@ export class DecoderCpu {
     const values = new Float64Array(rows); // (rows) the value head on the final norm's output
     matmulForwardRef(values, hf, this.valueHead.w, this.valueHead.b, rows, C, 1);
     return { logits, values, lastOnly };
+  }
+
+  /**
+   * Block l over N rows x (N, C) at `positions`: norm, qkv (rope), attention by `attend` (which
+   * fills s.atty from s.qkv, and s.lse for a training forward: `lse` values), o, residual, norm,
+   * MLP, residual. Returns the activations the backward reads, and the block's output.
+   */
+  private layer(
+    l: number,
+    x: Float64Array,
+    N: number,
+    positions: ArrayLike<number>,
+    lw: (name: string) => Float64Array,
+    lse: number,
+    attend: (s: DecoderLayerActs) => void,
+  ): DecoderLayerActs & { out: Float64Array<ArrayBuffer> } {
+    const a = this.arch;
+    const { dModel: C, nHead: NH, nKvHead: NKV, headDim: HS, dFf: F } = a;
+    const { QD, W, up } = archDims(a);
+    const p = (n: string) => layerTensor(l, n);
+    const s: DecoderLayerActs = {
+      x,
+      h1: new Float64Array(N * C),
+      mean1: new Float64Array(N),
+      rstd1: new Float64Array(N),
+      qkv: new Float64Array(N * W),
+      atty: new Float64Array(N * QD),
+      lse: new Float64Array(lse),
+      x2: new Float64Array(N * C),
+      h2: new Float64Array(N * C),
+      mean2: new Float64Array(N),
+      rstd2: new Float64Array(N),
+      u: new Float64Array(N * up),
+      act: new Float64Array(N * F),
+    };
+    this.norm(s.h1, s.mean1, s.rstd1, x, p('norm1'), N);
+    matmulForwardRef(s.qkv, s.h1, lw(p('qkv.w')), this.wOpt(p('qkv.b')), N, C, W);
+    if (a.positions.kind === 'rope') ropeRef(s.qkv, positions, N, W, NH + NKV, HS, a.positions.theta, false);
+    attend(s);
+    const o = new Float64Array(N * C);
+    matmulForwardRef(o, s.atty, lw(p('o.w')), this.wOpt(p('o.b')), N, QD, C);
+    residualForwardRef(s.x2, x, o, N * C);
+    this.norm(s.h2, s.mean2, s.rstd2, s.x2, p('norm2'), N);
+    matmulForwardRef(s.u, s.h2, lw(p('up.w')), this.wOpt(p('up.b')), N, C, up); // (N, 2F) gate|up, or (N, F)
+    if (a.mlp === 'swiglu') swigluForwardRef(s.act, s.u, N, F);
+    else geluForwardRef(s.act, s.u, N * F);
+    const d = new Float64Array(N * C);
+    matmulForwardRef(d, s.act, lw(p('down.w')), this.wOpt(p('down.b')), N, F, C);
+    const out = new Float64Array(N * C);
+    residualForwardRef(out, s.x2, d, N * C);
+    return Object.assign(s, { out });
+  }
+
+  /**
+   * A prefill whose batch repeats rows (a GRPO group: one prompt, G samples) computes each
+   * distinct row once, into a cache of the distinct rows, and copies their keys and values (and
+   * logits and values) to every row that repeats them: each row's numbers are its own (no row
+   * reads another), so the result is the plain prefill's. Null when every row is distinct.
+   */
+  private sharedPrefill(
+    input: ForwardInput,
+    positions: ArrayLike<number>,
+    start: ArrayLike<number>,
+    cache: DecoderCpuCache,
+    lastOnly: boolean,
+  ): { logits: Float64Array; values?: Float64Array; lastOnly: boolean } | null {
+    const { B, T } = input;
+    const first = new Map<string, number>(); // a row's contents -> its index among the distinct rows
+    const source = new Int32Array(B);
+    const distinct: number[] = [];
+    for (let b = 0; b < B; b++) {
+      const key = `${start[b]}|${Array.prototype.slice.call(input.tokens, b * T, (b + 1) * T).join(',')}|${Array.prototype.slice.call(positions, b * T, (b + 1) * T).join(',')}`;
+      let i = first.get(key);
+      if (i === undefined) {
+        i = distinct.length;
+        first.set(key, i);
+        distinct.push(b);
+      }
+      source[b] = i;
+    }
+    const D = distinct.length;
+    if (D === B) return null;
+    const rows = (x: ArrayLike<number>, width: number): number[] =>
+      distinct.flatMap((b) => Array.prototype.slice.call(x, b * width, (b + 1) * width) as number[]);
+    const sub = this.createKvCache(D, cache.Tmax);
+    const r = this.forward(
+      { tokens: rows(input.tokens, T), positions: rows(positions, T), start: rows(start, 1), B: D, T },
+      { cache: sub, pos: 0 },
+      lastOnly,
+    );
+    const { nKvHead: NKV, headDim: HS, vocabSize: V } = this.arch;
+    const per = NKV * cache.Tmax * HS; // one row's keys (or values) in a layer's cache
+    cache.layers.forEach((layer, l) => {
+      const from = sub.layers[l]!;
+      for (let b = 0; b < B; b++) {
+        layer.k.set(from.k.subarray(source[b]! * per, (source[b]! + 1) * per), b * per);
+        layer.v.set(from.v.subarray(source[b]! * per, (source[b]! + 1) * per), b * per);
+      }
+    });
+    cache.merged = sub.merged;
+    const R = r.lastOnly ? 1 : T; // positions per row in the result
+    const logits = new Float64Array(B * R * V);
+    for (let b = 0; b < B; b++) logits.set(r.logits.subarray(source[b]! * R * V, (source[b]! + 1) * R * V), b * R * V);
+    if (!r.values) return { logits, lastOnly: r.lastOnly };
+    const values = new Float64Array(B * R);
+    for (let b = 0; b < B; b++) values.set(r.values.subarray(source[b]! * R, (source[b]! + 1) * R), b * R);
+    return { logits, values, lastOnly: r.lastOnly };
+  }
+
+  /**
+   * The scoring forward (ForwardInput.readRows, no left padding or custom positions): the rows
+   * read and the rows before them as a prefix tree, each distinct prefix computed once, the LM
+   * head on the logit rows' nodes and the value head on every read row's; scattered back to (BT)
+   * rows, the others 0. Keeps nothing for a backward.
+   */
+  private forwardTree(input: ForwardInput & { readRows: ArrayLike<number> }): {
+    logits: Float64Array;
+    values?: Float64Array;
+    lastOnly: false;
+  } {
+    const a = this.arch;
+    const { nLayer: L, dModel: C, nHead: NH, nKvHead: NKV, headDim: HS, vocabSize: V } = a;
+    const { B, T } = input;
+    const BT = B * T;
+    const tree = prefixTree(input.tokens, B, T, input.readRows);
+    const N = tree.size;
+    const merged = this.merged();
+    const lw = (name: string) => merged.weights.get(name) ?? this.w(name);
+    let x = new Float64Array(N * C);
+    const embed = this.w('embed');
+    for (let u = 0; u < N; u++) x.set(embed.subarray(tree.tokens[u]! * C, (tree.tokens[u]! + 1) * C), u * C);
+    if (a.positions.kind === 'learned') {
+      const pos = this.w('pos');
+      for (let u = 0; u < N; u++) for (let c = 0; c < C; c++) x[u * C + c]! += pos[tree.positions[u]! * C + c]!;
+    }
+    for (let l = 0; l < L; l++)
+      x = this.layer(l, x, N, tree.positions, lw, 0, (s) => attentionGqaTreeRef(s.atty, s.qkv, tree, { N, NH, NKV, HS })).out;
+    const hf = new Float64Array(N * C);
+    this.norm(hf, new Float64Array(N), new Float64Array(N), x, 'normf', N);
+    // the distinct nodes of the rows whose logits are read (and of those whose values are)
+    const nodesOf = (flags: ArrayLike<number> | undefined): number[] => {
+      const seen = new Set<number>();
+      for (let n = 0; n < BT; n++) if ((flags ? flags[n] : 1) && input.readRows[n] && tree.rowNode[n]! >= 0) seen.add(tree.rowNode[n]!);
+      return [...seen];
+    };
+    const logits = new Float64Array(BT * V);
+    const logitNodes = nodesOf(input.logitRows);
+    if (logitNodes.length) {
+      const out = new Float64Array(logitNodes.length * V);
+      matmulForwardRef(out, gatherRows(hf, logitNodes, C), lw(headTensor(a)), null, logitNodes.length, C, V);
+      const at = new Map(logitNodes.map((u, i) => [u, i]));
+      for (let n = 0; n < BT; n++) {
+        const i = (!input.logitRows || input.logitRows[n]) && input.readRows[n] ? at.get(tree.rowNode[n]!) : undefined;
+        if (i !== undefined) logits.set(out.subarray(i * V, (i + 1) * V), n * V);
+      }
+    }
+    if (!this.valueHead) return { logits, lastOnly: false };
+    const valueNodes = nodesOf(undefined);
+    const nodeValues = new Float64Array(valueNodes.length);
+    matmulForwardRef(nodeValues, gatherRows(hf, valueNodes, C), this.valueHead.w, this.valueHead.b, valueNodes.length, C, 1);
+    const at = new Map(valueNodes.map((u, i) => [u, i]));
+    const values = new Float64Array(BT);
+    for (let n = 0; n < BT; n++) {
+      const i = input.readRows[n] ? at.get(tree.rowNode[n]!) : undefined;
+      if (i !== undefined) values[n] = nodeValues[i]!;
+    }
+    return { logits, values, lastOnly: false };
   }
 
   /** out, and the statistics its backward reads, of the norm named `name` over N rows. */
@@ -431,6 +683,11 @@ export class DecoderCpu {
   private merged(cache?: DecoderCpuCache): Merged {
     const l = this.loraEnabled ? this.lora : null;
     if (cache?.merged && cache.merged.lora === l) return cache.merged;
+    const memo = this.mergeMemo;
+    if (l && memo && memo.merged.lora === l && memo.scaling === l.scaling && sameArrays(memo.A, l.A) && sameArrays(memo.B, l.B)) {
+      if (cache) cache.merged = memo.merged;
+      return memo.merged;
+    }
     const weights = new Map<string, Float64Array>();
     if (l) {
       const r = l.rank;
@@ -451,6 +708,7 @@ export class DecoderCpu {
     }
     const out = { lora: l, weights };
     if (cache) cache.merged = out;
+    if (l) this.mergeMemo = { merged: out, scaling: l.scaling, A: l.A.map((x) => x.slice()), B: l.B.map((x) => x.slice()) };
     return out;
   }
 
@@ -495,24 +753,9 @@ export class DecoderCpu {
       const xa = new Float64Array(N * r); // (N, r) = inp . A^T
       matmulForwardRef(xa, inp, A, null, N, K, r);
       const dxa = new Float64Array(N * r); // (N, r) = scaling * dout[:, r0:r1] . B
-      for (let n = 0; n < N; n++)
-        for (let o = r0; o < r1; o++) {
-          const g = l.scaling * dout[n * Ntot + o]!;
-          if (g === 0) continue;
-          for (let j = 0; j < r; j++) {
-            dxa[n * r + j]! += g * B[(o - r0) * r + j]!;
-            dB[(o - r0) * r + j]! += g * xa[n * r + j]!; // dB += scaling * dout^T . xa
-          }
-        }
+      loraBackwardB(dxa, dB, dout, xa, B, N, Ntot, r0, r1, r, l.scaling);
       // xa = inp . A^T: dA += dxa^T . inp (dinp's share, dxa . A, is in the merged weight's product above)
-      for (let n = 0; n < N; n++)
-        for (let j = 0; j < r; j++) {
-          const g = dxa[n * r + j]!;
-          if (g === 0) continue;
-          const a0 = j * K;
-          const i0 = n * K;
-          for (let k = 0; k < K; k++) dA[a0 + k]! += g * inp[i0 + k]!;
-        }
+      loraBackwardA(dA, dxa, inp, N, K, r);
     });
   }
 

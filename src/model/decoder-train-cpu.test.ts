@@ -128,6 +128,29 @@ describe('DecoderCpuTrainer', () => {
     expect(Math.sign(logpOf(m, batch) - before)).toBe(sign);
   });
 
+  test('a forward after the adapters change in place (an optimizer step, a new scaling) sees the new adapters, not the last merge', () => {
+    const m = withLora(2);
+    const fresh = () => {
+      const f = new DecoderCpu(arch, weights);
+      const l = m.headState.lora as { modules: never; rank: number; scaling: number; A: Float64Array[]; B: Float64Array[] };
+      f.setLora({ modules: l.modules, rank: l.rank, scaling: l.scaling, A: l.A, B: l.B });
+      return logpOf(f, batch);
+    };
+    const first = logpOf(m, batch);
+    expect(logpOf(m, batch)).toBe(first); // the same adapters: the merge is reused, the same numbers
+    for (const t of m.trainables()) if (t.name.includes('lora_B')) t.w[3] = 0.05; // in place, as AdamW writes
+    const moved = logpOf(m, batch);
+    expect(moved).not.toBe(first);
+    expect(moved).toBe(fresh());
+    m.loraEnabled = false;
+    expect(logpOf(m, batch)).toBe(logpOf(new DecoderCpu(arch, weights), batch));
+    m.loraEnabled = true;
+    expect(logpOf(m, batch)).toBe(moved);
+    (m.headState.lora as { scaling: number }).scaling *= 2;
+    expect(logpOf(m, batch)).toBe(fresh());
+    expect(logpOf(m, batch)).not.toBe(moved);
+  });
+
   test('PPO: a fresh value head on the frozen base learns the returns', () => {
     const m = withLora(2);
     m.addValueHead(5);

@@ -67,7 +67,7 @@ export function parityInput(
   B: number,
   T: number,
   seed: number,
-): Required<Omit<ForwardInput, 'start' | 'logitRows'>> & { start: Uint32Array } {
+): Required<Omit<ForwardInput, 'start' | 'logitRows' | 'readRows'>> & { start: Uint32Array } {
   const rng = new Rng(seed);
   const tokens = Uint32Array.from({ length: B * T }, () => Math.floor(rng.next() * V));
   const start = Uint32Array.from({ length: B }, (_, b) => Math.min(T - 2, Math.floor((b * T) / 3)));

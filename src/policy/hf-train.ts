@@ -209,6 +209,11 @@ export class HfTrainablePolicy implements Policy {
     return this.model.tokenizer;
   }
 
+  /** the float64 decoder computes a prefix its sequences share once (ForwardInput.readRows) */
+  get sharesPrefixes(): boolean {
+    return this.cpu !== null;
+  }
+
   describe(): PolicyDescription {
     const l = this.o.lora;
     return {

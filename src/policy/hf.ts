@@ -58,6 +58,11 @@ export class HfPolicy implements Policy {
     return this.model.tokenizer;
   }
 
+  /** the float64 decoder computes a prefix its sequences share once (ForwardInput.readRows) */
+  get sharesPrefixes(): boolean {
+    return this.cpu !== null;
+  }
+
   describe(): PolicyDescription {
     return {
       family: 'hf',

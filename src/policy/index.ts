@@ -85,6 +85,8 @@ export interface Policy {
   readonly kind: BackendKind;
   /** its shape (a foreign model's layers, width and heads may be 0: unknown) */
   readonly config: ModelConfig;
+  /** forward() computes a prefix its sequences share once (PolicyBackend.sharesPrefixes) */
+  readonly sharesPrefixes?: boolean;
   describe(): PolicyDescription;
   /** samples continuations of token prompts (temperature, top-k/p, seed, constraints: GenerateOptions) */
   generate(prompts: ArrayLike<number>[], opts: GenerateOptions): Promise<GenerateResult>;

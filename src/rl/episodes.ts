@@ -33,7 +33,11 @@ export function actionCount(s: Sequence): number {
  * so a short one is not padded to the longest of its neighbours; every row depends only on its
  * own sequence's earlier tokens, so the numbers do not depend on which sequences share a pass.
  * The forward is told which rows' logits are read (the action rows; none with `opts.logits`
- * false, for a caller that needs only the values): the cpu decoder computes the LM head there only.
+ * false, for a caller that needs only the values) and which rows are read at all (the action
+ * rows): the float64 decoder computes the LM head on the first only, and nothing past a
+ * sequence's last action. A backend that computes a shared prefix once (sharesPrefixes) gets the
+ * sequences of one prompt in one pass instead, sorted by prompt, so a GRPO group's prompt is
+ * computed once, not once per sample.
  */
 export async function scoreActions(
   backend: PolicyBackend,
@@ -47,12 +51,16 @@ export async function scoreActions(
   const logp: Float64Array[] = new Array(seqs.length);
   const values: Float64Array[] = new Array(seqs.length);
   const entropy: Float64Array[] = new Array(seqs.length);
-  const order = seqs.map((_, i) => i).sort((x, y) => seqs[x]!.ids.length - seqs[y]!.ids.length || x - y);
+  const byLength = (x: number, y: number) => seqs[x]!.ids.length - seqs[y]!.ids.length || x - y;
+  const prompt = backend.sharesPrefixes ? seqs.map((s) => s.ids.slice(0, s.promptLength).join(',')) : null;
+  const order = seqs
+    .map((_, i) => i)
+    .sort(prompt ? (x, y) => (prompt[x]! < prompt[y]! ? -1 : prompt[x]! > prompt[y]! ? 1 : byLength(x, y)) : byLength);
   for (const idx of chunks(order, batch)) {
     const part = idx.map((i) => seqs[i]!);
     const b = completionBatch(part, padId, backend.config.contextLength);
     const logitRows = withLogits ? b.mask : new Float32Array(b.B * b.T);
-    const out = await backend.forward({ tokens: b.tokens, B: b.B, T: b.T, logitRows });
+    const out = await backend.forward({ tokens: b.tokens, B: b.B, T: b.T, logitRows, readRows: b.mask });
     part.forEach((s, i) => {
       const n = actionCount(s);
       const lp = new Float64Array(withLogits ? n : 0);
