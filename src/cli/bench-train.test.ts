@@ -47,6 +47,12 @@ describe('coderl bench train', () => {
       for (const got of [ref.ours, ref.tfjs]) expect(Math.abs(got - ref.loss) / ref.loss).toBeLessThan(1e-3);
       expect(u.per_step.submits).toBe(1);
       expect(positive(u.per_step.dispatches)).toBe(true);
+      // the profiled step (both adapters here have timestamp-query): every dispatch of one step, by kernel, most first
+      const k = u.kernels!;
+      expect(k.reduce((s, t) => s + t.dispatches, 0)).toBe(u.per_step.dispatches);
+      expect(k.every((t, i) => t.ms >= 0 && (i === 0 || t.ms <= k[i - 1]!.ms))).toBe(true);
+      expect(k.reduce((s, t) => s + t.share, 0)).toBeCloseTo(1, 2);
+      expect(k.map((t) => t.kernel)).toEqual(expect.arrayContaining(['adamw', 'crossentropy']));
 
       const g = x.grpo!;
       expect(g).toMatchObject({ prompts: 1, samples: 2, prompt_len: 6, new_tokens: 4, micro_batch: 2 });
@@ -72,6 +78,8 @@ describe('coderl bench train', () => {
     // the BF16 base: its first loss checked against TF.js and the float64 model on the same (rounded) weights
     expect(text).toMatch(/smollm2-135m\s+lora-bf16\s+[\d,]+\s+[\d.]+\s+[\d.]+\s+\d+\.\d\dx\s/);
     expect(text).not.toMatch(/GRPO/);
+    expect(text).toMatch(/where ours spends an update step, by kernel/);
+    expect(text).toMatch(/smollm2-135m\s+lora-bf16\s+[\d.]+ ms: \w+ \d+% \(\d+\)/);
   }, 600_000);
 
   test('usage errors', async () => {

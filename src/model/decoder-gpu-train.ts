@@ -13,7 +13,7 @@
  * Shape legend: arch.ts; r the LoRA rank.
  */
 import { rowWorkgroup, withConstants } from '../gpu/kernel';
-import type { Recorder } from '../gpu/recorder';
+import type { DispatchTiming, Recorder } from '../gpu/recorder';
 import type { GpuRuntime } from '../gpu/runtime';
 import { adamw, GRAD_STATUS_WORDS, recordGradNormOf, STATUS_NONFINITE_NOW } from '../kernels/adamw';
 import { GQA_TRAIN_MAX_HS } from '../kernels/attention_gqa_train';
@@ -128,6 +128,8 @@ export class DecoderGpuTrainer {
   loraEnabled = true;
   /** optimizer steps taken */
   step = 0;
+  /** per-dispatch GPU times of the last step recorded with `profile` (null without timestamp-query) */
+  lastTimings: DispatchTiming[] | null = null;
   private readonly gradByName = new Map<string, GPUBuffer>();
   private readonly embedGrads: GPUBuffer[] | null = null;
   private readonly headGrads: GPUBuffer[] | null = null;
@@ -518,7 +520,7 @@ export class DecoderGpuTrainer {
   /** Submits and gives back what the recording borrowed. */
   private async submit(rec: Recorder, borrowed: Borrowed): Promise<void> {
     try {
-      await rec.submit();
+      this.lastTimings = (await rec.submit()).timings;
     } finally {
       for (const b of borrowed.release) this.rt.pool.release(b);
       for (const b of borrowed.destroy) b.destroy();

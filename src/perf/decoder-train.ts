@@ -179,6 +179,35 @@ export interface UpdateRow {
   reference: { loss: number; ours: number; tfjs: number; T: number } | null;
   /** ours, one step without a readback */
   per_step: { dispatches: number; submits: number };
+  /**
+   * where ours spends one step's GPU time, by kernel, most first (one extra step with a timestamp
+   * around each dispatch, so each is its own pass: the sum exceeds ours_ms); null without timestamp-query
+   */
+  kernels: KernelTime[] | null;
+}
+
+/** One kernel's share of a profiled step: its dispatches' GPU time summed. */
+export interface KernelTime {
+  kernel: string;
+  dispatches: number;
+  ms: number;
+  /** of the profiled step's GPU time */
+  share: number;
+}
+
+/** Per-dispatch timings summed by kernel, most time first. */
+export function kernelTimes(timings: readonly { kernel: string; ns: number }[]): KernelTime[] {
+  const by = new Map<string, { dispatches: number; ns: number }>();
+  for (const t of timings) {
+    const k = by.get(t.kernel) ?? { dispatches: 0, ns: 0 };
+    k.dispatches++;
+    k.ns += t.ns;
+    by.set(t.kernel, k);
+  }
+  const total = timings.reduce((s, t) => s + t.ns, 0);
+  return [...by]
+    .map(([kernel, k]) => ({ kernel, dispatches: k.dispatches, ms: r3(k.ns / 1e6), share: total > 0 ? r3(k.ns / total) : 0 }))
+    .sort((a, b) => b.ms - a.ms);
 }
 
 export interface GrpoRow {
@@ -356,6 +385,8 @@ async function benchUpdate(
       await tfjsFinish(tf);
       tfjsMs.push(performance.now() - t0);
     }
+    await ours.trainStep([batch], false, true);
+    const kernels = ours.lastTimings ? kernelTimes(ours.lastTimings) : null;
     const oursLast = (await ours.trainStep([batch], true)).loss!;
     const tfjsLast = (await theirs.step(batch, true))!;
     for (const [who, last, first] of [
@@ -379,6 +410,7 @@ async function benchUpdate(
       first_loss: { ours: oursFirst, tfjs: tfjsFirst },
       reference,
       per_step: perStep,
+      kernels,
     };
   } finally {
     theirs.dispose();
@@ -525,6 +557,9 @@ function rlBatches(
 // ---------------------------------------------------------------------------------------------
 // output
 
+/** Kernels named per row in the text report (the JSON has them all). */
+const KERNELS_SHOWN = 6;
+
 export function formatTrainBench(r: TrainBenchResult): string {
   const pad = (s: string | number, w: number): string => String(s).padStart(w);
   const lines = [`adapter: ${r.adapter}`, `shapes: ${r.size}; LoRA r=${r.lora.rank} alpha=${r.lora.alpha} on ${r.lora.targets.join(', ')}`];
@@ -548,6 +583,16 @@ export function formatTrainBench(r: TrainBenchResult): string {
         ? `${head}${pad(u.ours_tokens_per_s, 10)}${pad(u.tfjs_tokens_per_s, 10)}${pad(ratio(u.ours_tokens_per_s, u.tfjs_tokens_per_s), 12)}${pad(u.ours_ms, 10)}${pad(u.tfjs_ms, 10)}${pad(u.per_step.submits, 9)}`
         : `${head}  FAILED: ${x.error ?? 'no result'}`,
     );
+  }
+  const profiled = r.rows.filter((x) => x.update?.kernels?.length);
+  if (profiled.length) {
+    lines.push('', `where ours spends an update step, by kernel (one step with GPU timestamps; top ${KERNELS_SHOWN}, share of its GPU time)`);
+    for (const x of profiled) {
+      const k = x.update!.kernels!;
+      const ms = k.reduce((s, t) => s + t.ms, 0);
+      const top = k.slice(0, KERNELS_SHOWN).map((t) => `${t.kernel} ${(100 * t.share).toFixed(0)}% (${t.dispatches})`);
+      lines.push(`${x.model.padEnd(14)}${x.mode.padEnd(11)}${r3(ms)} ms: ${top.join(', ')}`);
+    }
   }
   const grpo = r.rows.filter((x) => x.grpo);
   if (grpo.length) {
