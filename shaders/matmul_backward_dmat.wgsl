@@ -131,3 +131,36 @@ fn naive(@builtin(global_invocation_id) gid: vec3u) {
   }
   grad[r * params.S + s] += sum;
 }
+
+// direct: no workgroup memory (software adapters; see matmul_forward.wgsl's `direct`). Each thread
+// owns a 4 x 4 block of contiguous rows r0..r0+3 and columns s0..s0+3 and walks Q once, reading
+// four values of op(a) and four contiguous values of b a step.
+@compute @workgroup_size(WG_X, WG_Y)
+fn direct(@builtin(global_invocation_id) gid: vec3u) {
+  let R = params.R;
+  let Q = params.Q;
+  let S = params.S;
+  let r0 = gid.y * 4u;
+  let s0 = gid.x * 4u;
+  if (r0 >= R || s0 >= S) {
+    return;
+  }
+  let s1 = min(s0 + 1u, S - 1u);
+  let s2 = min(s0 + 2u, S - 1u);
+  let s3 = min(s0 + 3u, S - 1u);
+  var acc: array<vec4f, 4>;  // acc[i][j]: grad[r0 + i, s0 + j]
+  for (var q = 0u; q < Q; q++) {
+    let b = vec4f(bAt(q * S + s0), bAt(q * S + s1), bAt(q * S + s2), bAt(q * S + s3));
+    acc[0] += loadA(r0, q) * b;
+    acc[1] += loadA(r0 + 1u, q) * b;
+    acc[2] += loadA(r0 + 2u, q) * b;
+    acc[3] += loadA(r0 + 3u, q) * b;
+  }
+  for (var i = 0u; i < 4u; i++) {
+    for (var j = 0u; j < 4u; j++) {
+      if (r0 + i < R && s0 + j < S) {
+        grad[(r0 + i) * S + s0 + j] += acc[i][j];
+      }
+    }
+  }
+}

@@ -155,3 +155,62 @@ fn naive(@builtin(global_invocation_id) gid: vec3u) {
   }
   store(m, n, sum);
 }
+
+// direct: no workgroup memory, for software adapters (SwiftShader, lavapipe), where a barrier costs
+// more than a load the CPU's caches already hold. Each thread computes a 4 x 4 block of
+// contiguous rows m0..m0+3 and columns n0..n0+3 straight from global memory, four k at a time as
+// dot products (then the tail of K), reading each input and weight element once per block. Rows
+// and columns past M and N are clamped to the last one (read, never stored).
+@compute @workgroup_size(WG_X, WG_Y)
+fn direct(@builtin(global_invocation_id) gid: vec3u) {
+  let M = params.M;
+  let K = params.K;
+  let N = params.N;
+  let m0 = gid.y * 4u;
+  let n0 = gid.x * 4u;
+  if (m0 >= M || n0 >= N) {
+    return;
+  }
+  let a0 = m0 * K;
+  let a1 = min(m0 + 1u, M - 1u) * K;
+  let a2 = min(m0 + 2u, M - 1u) * K;
+  let a3 = min(m0 + 3u, M - 1u) * K;
+  let b0 = n0 * K;
+  let b1 = min(n0 + 1u, N - 1u) * K;
+  let b2 = min(n0 + 2u, N - 1u) * K;
+  let b3 = min(n0 + 3u, N - 1u) * K;
+  var c0 = vec4f(0.0);
+  var c1 = vec4f(0.0);
+  var c2 = vec4f(0.0);
+  var c3 = vec4f(0.0);
+  var k = 0u;
+  for (; k + 4u <= K; k += 4u) {
+    let x0 = vec4f(inp[a0 + k], inp[a0 + k + 1u], inp[a0 + k + 2u], inp[a0 + k + 3u]);
+    let x1 = vec4f(inp[a1 + k], inp[a1 + k + 1u], inp[a1 + k + 2u], inp[a1 + k + 3u]);
+    let x2 = vec4f(inp[a2 + k], inp[a2 + k + 1u], inp[a2 + k + 2u], inp[a2 + k + 3u]);
+    let x3 = vec4f(inp[a3 + k], inp[a3 + k + 1u], inp[a3 + k + 2u], inp[a3 + k + 3u]);
+    let w0 = vec4f(weightAt(b0 + k), weightAt(b0 + k + 1u), weightAt(b0 + k + 2u), weightAt(b0 + k + 3u));
+    let w1 = vec4f(weightAt(b1 + k), weightAt(b1 + k + 1u), weightAt(b1 + k + 2u), weightAt(b1 + k + 3u));
+    let w2 = vec4f(weightAt(b2 + k), weightAt(b2 + k + 1u), weightAt(b2 + k + 2u), weightAt(b2 + k + 3u));
+    let w3 = vec4f(weightAt(b3 + k), weightAt(b3 + k + 1u), weightAt(b3 + k + 2u), weightAt(b3 + k + 3u));
+    c0 += vec4f(dot(x0, w0), dot(x0, w1), dot(x0, w2), dot(x0, w3));
+    c1 += vec4f(dot(x1, w0), dot(x1, w1), dot(x1, w2), dot(x1, w3));
+    c2 += vec4f(dot(x2, w0), dot(x2, w1), dot(x2, w2), dot(x2, w3));
+    c3 += vec4f(dot(x3, w0), dot(x3, w1), dot(x3, w2), dot(x3, w3));
+  }
+  for (; k < K; k++) {
+    let w = vec4f(weightAt(b0 + k), weightAt(b1 + k), weightAt(b2 + k), weightAt(b3 + k));
+    c0 += inp[a0 + k] * w;
+    c1 += inp[a1 + k] * w;
+    c2 += inp[a2 + k] * w;
+    c3 += inp[a3 + k] * w;
+  }
+  let c = array<vec4f, 4>(c0, c1, c2, c3);
+  for (var i = 0u; i < 4u; i++) {
+    for (var j = 0u; j < 4u; j++) {
+      if (m0 + i < M && n0 + j < N) {
+        store(m0 + i, n0 + j, c[i][j]);
+      }
+    }
+  }
+}

@@ -8,7 +8,9 @@ import { expectClose, testRuntime } from '../testing/gpu';
 import { Rng } from '../util/random';
 import {
   checkMatmulProblem,
+  defaultMatmulStrategy,
   matmulForwardBindings,
+  matmulForwardDirect,
   matmulForwardFusedRef,
   matmulForwardNaive,
   matmulForwardRef,
@@ -88,6 +90,14 @@ describe('matmul forward matches its float64 reference', () => {
     [1, 9, 65],
   ])('tiled 64x64 bias+gelu+pre, M=%i K=%i N=%i', (M, K, N) => runForward({ M, K, N }, FULL, matmulForwardTiled(FULL)));
   test.each(VARIANTS)('naive, every variant: %o', (v) => runForward({ M: 19, K: 35, N: 21 }, v, matmulForwardNaive(v)));
+  // direct: ragged shapes (K below, at and past a multiple of 4; M and N past a 4-block), and the epilogue
+  test.each(SHAPES)('direct 64x64 plain, M=%i K=%i N=%i', (M, K, N) => runForward({ M, K, N }, PLAIN, matmulForwardDirect(PLAIN)));
+  test.each([
+    [100, 33, 129, [16, 16]],
+    [5, 8, 6, [16, 4]],
+  ] as const)('direct bias+gelu+pre, M=%i K=%i N=%i, workgroup %o', (M, K, N, wg) =>
+    runForward({ M, K, N }, FULL, matmulForwardDirect(FULL, wg)),
+  );
   test.each([
     [1, 40, 70, { bias: true, gelu: false, pre: false }], // 16-row tile
     [13, 9, 130, { bias: true, gelu: false, pre: false }], // 16-row tile
@@ -101,6 +111,7 @@ test('tile selection follows M', () => {
   expect(matmulWorkgroup({ M: 32, K: 8, N: 8 })).toEqual([16, 8]);
   expect(matmulWorkgroup({ M: 33, K: 8, N: 8 })).toEqual([16, 16]);
   expect(selectMatmulForward({ M: 5, K: 5, N: 5 }, PLAIN, 'naive').entryPoint).toBe('naive');
+  expect(selectMatmulForward({ M: 5, K: 5, N: 5 }, PLAIN, 'direct').entryPoint).toBe('direct');
   expect(() => matmulForwardTiled({ bias: false, gelu: false, pre: true })).toThrow(/only with gelu/);
 });
 
@@ -190,6 +201,7 @@ describe('matmul forward writes a column block of a wider output (ldo, col0)', (
   test('tiled 64x64 plain', () => runStrided(matmulForwardTiled(PLAIN), PLAIN));
   test('tiled 64x64 bias+gelu+pre (pre strided too)', () => runStrided(matmulForwardTiled(FULL), FULL));
   test('naive bias+gelu+pre', () => runStrided(matmulForwardNaive(FULL), FULL));
+  test('direct bias+gelu+pre', () => runStrided(matmulForwardDirect(FULL), FULL));
   test('selected 16-row tile, bias', () => runStrided('selected', { bias: true, gelu: false, pre: false }));
   test('problems whose block does not fit the stride are refused; the backward refuses any stride', async () => {
     const rt = await testRuntime();
@@ -201,4 +213,20 @@ describe('matmul forward writes a column block of a wider output (ldo, col0)', (
     expect(() => checkMatmulProblem({ M: 2, K: 3, N: 4, ldo: 8 }, 'matmul_backward')).toThrow(/dense/);
     expect(() => checkMatmulProblem({ M: 2, K: 3, N: 4, ldo: 4, col0: 0 }, 'matmul_backward')).not.toThrow();
   });
+});
+
+test('the default strategy: direct on a software adapter, tiled on a GPU; CODERL_MATMUL overrides it and is checked', async () => {
+  const rt = await testRuntime();
+  const saved = process.env.CODERL_MATMUL;
+  try {
+    delete process.env.CODERL_MATMUL;
+    expect(defaultMatmulStrategy(rt)).toBe(rt.adapterSummary.software ? 'direct' : 'tiled');
+    process.env.CODERL_MATMUL = 'tiled';
+    expect(defaultMatmulStrategy(rt)).toBe('tiled');
+    process.env.CODERL_MATMUL = 'fast';
+    expect(() => defaultMatmulStrategy(rt)).toThrow(/CODERL_MATMUL must be tiled, direct or naive, got 'fast'/);
+  } finally {
+    if (saved === undefined) delete process.env.CODERL_MATMUL;
+    else process.env.CODERL_MATMUL = saved;
+  }
 });

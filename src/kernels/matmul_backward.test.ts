@@ -72,10 +72,12 @@ const SHAPES: [number, number, number][] = [
 ];
 const TILED = { dinp: matmulBackwardInp('tiled'), dweight: matmulBackwardWeight('tiled') };
 const NAIVE = { dinp: matmulBackwardInp('naive'), dweight: matmulBackwardWeight('naive') };
+const DIRECT = { dinp: matmulBackwardInp('direct'), dweight: matmulBackwardWeight('direct') };
 
 describe('matmul backward accumulates its float64 reference', () => {
   test.each(SHAPES)('tiled 64x64 with dbias, M=%i K=%i N=%i', (M, K, N) => runBackward({ M, K, N }, TILED, true));
   test.each(SHAPES)('naive with dbias, M=%i K=%i N=%i', (M, K, N) => runBackward({ M, K, N }, NAIVE, true));
+  test.each(SHAPES)('direct with dbias, M=%i K=%i N=%i', (M, K, N) => runBackward({ M, K, N }, DIRECT, true));
   test('tiled without bias, M=33 K=9 N=66', () => runBackward({ M: 33, K: 9, N: 66 }, TILED, false));
   test('selected (16-row tiles), M=5 K=70 N=9', () => runBackward({ M: 5, K: 70, N: 9 }, 'selected', true));
   test('dbias over more rows than lanes, M=300 K=1 N=45', () => runBackward({ M: 300, K: 1, N: 45 }, NAIVE, true));
@@ -127,7 +129,7 @@ test('matmulBackwardRef is the gradient of matmulForwardRef (finite differences)
  * adds to; a frozen weight (dweight null) leaves only dinp. Same tolerance as the dense products.
  */
 describe('matmul backward reads a column block of a wider dout', () => {
-  test.each(['tiled', 'naive'] as const)('%s: two chunks of 70 columns, and a frozen weight', async (strategy) => {
+  test.each(['tiled', 'direct', 'naive'] as const)('%s: two chunks of 70 columns, and a frozen weight', async (strategy) => {
     const rt = await testRuntime();
     const [M, K, V] = [37, 19, 70];
     const ldo = V + 3;
@@ -135,7 +137,7 @@ describe('matmul backward reads a column block of a wider dout', () => {
       [0, 41],
       [41, 29],
     ] as const; // [col0, N]
-    const rng = new Rng(ldo + (strategy === 'tiled' ? 0 : 1));
+    const rng = new Rng(ldo + ['tiled', 'direct', 'naive'].indexOf(strategy));
     const dlogits = rng.float32(M * ldo);
     for (let m = 0; m < M; m++) dlogits.fill(1e6, m * ldo + V, (m + 1) * ldo);
     const inp = rng.float32(M * K);

@@ -28,6 +28,7 @@ import type { GpuRuntime } from '../gpu/runtime';
 import {
   checkMatmulOutput,
   checkMatmulProblem,
+  defaultMatmulStrategy,
   matmulWorkgroup,
   type MatmulProblem,
   type MatmulStrategy,
@@ -48,13 +49,13 @@ function dims(p: MatmulProblem, grad: MatmulGrad): { R: number; Q: number; S: nu
 
 function dmatSpec(grad: MatmulGrad, strategy: MatmulStrategy, wg: MatmulWorkgroup, format: WeightFormat): KernelSpec<MatmulProblem> {
   const [wx, wy] = wg;
-  const per = strategy === 'tiled' ? 4 : 1; // outputs per thread along each axis
+  const per = strategy === 'naive' ? 1 : 4; // outputs per thread along each axis
   if (grad === 'dweight' && format !== 'f32')
     throw new Error('matmul_backward_dweight: its b is the f32 input; only dinp reads a packed weight');
   return {
     name: formatName(`matmul_backward_${grad}_${strategy}`, format),
     wgsl: dmatWgsl + weightReader('b', 2, format),
-    entryPoint: strategy === 'tiled' ? 'main' : 'naive',
+    entryPoint: strategy === 'tiled' ? 'main' : strategy,
     bindings:
       grad === 'dinp'
         ? [
@@ -124,8 +125,8 @@ export function selectMatmulBackward(
 ): { dinp: KernelSpec<MatmulProblem>; dweight: KernelSpec<MatmulProblem> } {
   if (strategy === 'naive') return { dinp: matmulBackwardInp('naive', [16, 16], format), dweight: matmulBackwardWeight('naive') };
   return {
-    dinp: matmulBackwardInp('tiled', matmulWorkgroup({ M: p.M, K: p.N, N: p.K }), format),
-    dweight: matmulBackwardWeight('tiled', matmulWorkgroup({ M: p.N, K: p.M, N: p.K })),
+    dinp: matmulBackwardInp(strategy, matmulWorkgroup({ M: p.M, K: p.N, N: p.K }), format),
+    dweight: matmulBackwardWeight(strategy, matmulWorkgroup({ M: p.N, K: p.M, N: p.K })),
   };
 }
 
@@ -149,7 +150,7 @@ export async function recordMatmulBackward(
   rec: Recorder,
   b: MatmulBackwardBuffers,
   p: MatmulProblem,
-  strategy: MatmulStrategy = 'tiled',
+  strategy: MatmulStrategy = defaultMatmulStrategy(rt),
 ): Promise<void> {
   checkMatmulProblem(p, 'matmul_backward', !b.dbias);
   const format = b.weightFormat ?? 'f32';

@@ -15,6 +15,7 @@ import {
   matmulBackwardRef,
   matmulForwardBindings,
   matmulForwardFusedRef,
+  matmulForwardDirect,
   matmulForwardNaive,
   matmulForwardTiled,
   recordMatmulForward,
@@ -41,6 +42,7 @@ describe.each(FORMATS)('%s weights', (format) => {
     ['tiled', { bias: true, gelu: false, pre: false }, 65, 33, 71],
     ['tiled', { bias: false, gelu: true, pre: true }, 7, 17, 9],
     ['naive', { bias: true, gelu: true, pre: false }, 19, 35, 21],
+    ['direct', { bias: true, gelu: true, pre: true }, 66, 35, 71],
   ] as const)('matmul forward %s %o M=%i K=%i N=%i', async (kind, v: MatmulForwardVariant, M, K, N) => {
     const rt = await testRuntime();
     const rng = new Rng(M + K * 31 + N * 977);
@@ -55,7 +57,12 @@ describe.each(FORMATS)('%s weights', (format) => {
       bias: bias ? rt.upload(bias, 'bias') : null,
     };
     expect(bufs.weight.size).toBe(weightBytes(N * K, format));
-    const spec = kind === 'tiled' ? matmulForwardTiled(v, [16, 16], format) : matmulForwardNaive(v, [16, 16], format);
+    const spec =
+      kind === 'tiled'
+        ? matmulForwardTiled(v, [16, 16], format)
+        : kind === 'direct'
+          ? matmulForwardDirect(v, [16, 16], format)
+          : matmulForwardNaive(v, [16, 16], format);
     const rec = rt.record('packed matmul');
     rec.dispatch(await rt.compile(spec), matmulForwardBindings(rt, bufs), { M, K, N });
     const out = rec.read(bufs.out);
@@ -100,6 +107,7 @@ describe.each(FORMATS)('%s weights', (format) => {
   test.each([
     ['tiled', 70, 21, 37],
     ['naive', 9, 13, 31],
+    ['direct', 70, 21, 37],
     ['selected', 3, 17, 65],
   ] as const)('matmul backward dinp %s M=%i K=%i N=%i, accumulating', async (kind, M, K, N) => {
     const rt = await testRuntime();
