@@ -164,3 +164,34 @@ fn direct(@builtin(global_invocation_id) gid: vec3u) {
     }
   }
 }
+
+// direct4: `direct` for S a multiple of 4, b read four contiguous elements a load (bAt4; the
+// appended reader is weightReader4, b bound as vec4 of f32 or vec2 of packed words).
+@compute @workgroup_size(WG_X, WG_Y)
+fn direct4(@builtin(global_invocation_id) gid: vec3u) {
+  let R = params.R;
+  let Q = params.Q;
+  let S4 = params.S / 4u;
+  let r0 = gid.y * 4u;
+  let j = gid.x;  // columns 4j..4j+3
+  if (r0 >= R || j >= S4) {
+    return;
+  }
+  var acc: array<vec4f, 4>;  // acc[i]: grad[r0 + i, 4j..4j+3]
+  for (var q = 0u; q < Q; q++) {
+    let b = bAt4(q * S4 + j);
+    acc[0] += loadA(r0, q) * b;
+    acc[1] += loadA(r0 + 1u, q) * b;
+    acc[2] += loadA(r0 + 2u, q) * b;
+    acc[3] += loadA(r0 + 3u, q) * b;
+  }
+  for (var i = 0u; i < 4u; i++) {
+    if (r0 + i < R) {
+      let g = (r0 + i) * params.S + 4u * j;
+      grad[g] += acc[i].x;
+      grad[g + 1u] += acc[i].y;
+      grad[g + 2u] += acc[i].z;
+      grad[g + 3u] += acc[i].w;
+    }
+  }
+}

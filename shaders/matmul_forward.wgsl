@@ -52,31 +52,7 @@ override B_TILE: u32 = BK * BN;
 var<workgroup> tileA: array<f32, A_TILE>;  // (BK, BM): tileA[k * BM + r] = inp[m0 + r, k0 + k]
 var<workgroup> tileB: array<f32, B_TILE>;  // (BK, BN): tileB[k * BN + c] = weight[n0 + c, k0 + k]
 
-const GELU_SCALE: f32 = 0.7978845608028654;  // sqrt(2 / pi)
-
-// GPT-2's GELU: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))). The tanh argument is clamped to
-// +-10 (tanh(10) rounds to 1 in f32, so nothing changes) because some backends compute tanh from
-// exponentials that overflow to inf/inf = NaN for large arguments.
-fn gelu(x: f32) -> f32 {
-  let u = GELU_SCALE * (x + 0.044715 * x * x * x);
-  return 0.5 * x * (1.0 + tanh(clamp(u, -10.0, 10.0)));
-}
-
-// Writes one finished output: bias, pre-activation, activation.
-fn store(m: u32, n: u32, sum: f32) {
-  var v = sum;
-  if (HAS_BIAS) {
-    v += bias[n];
-  }
-  let i = m * params.ldo + params.col0 + n;
-  if (WRITE_PRE) {
-    pre[i] = v;
-  }
-  if (GELU) {
-    v = gelu(v);
-  }
-  out[i] = v;
-}
+// gelu() and store(): shaders/lib/matmul_epilogue.wgsl, prepended (matmul_forward_direct4.wgsl shares them).
 
 @compute @workgroup_size(WG_X, WG_Y)
 fn main(

@@ -11,6 +11,7 @@ import {
   defaultMatmulStrategy,
   matmulForwardBindings,
   matmulForwardDirect,
+  matmulForwardDirect4,
   matmulForwardFusedRef,
   matmulForwardNaive,
   matmulForwardRef,
@@ -98,6 +99,14 @@ describe('matmul forward matches its float64 reference', () => {
   ] as const)('direct bias+gelu+pre, M=%i K=%i N=%i, workgroup %o', (M, K, N, wg) =>
     runForward({ M, K, N }, FULL, matmulForwardDirect(FULL, wg)),
   );
+  // direct4: K a multiple of 4, M and N ragged
+  test.each([
+    [1, 4, 33],
+    [7, 8, 1],
+    [65, 20, 70],
+    [33, 100, 65],
+  ])('direct4 plain, M=%i K=%i N=%i', (M, K, N) => runForward({ M, K, N }, PLAIN, matmulForwardDirect4(PLAIN)));
+  test('direct4 bias+gelu+pre, M=37 K=36 N=67', () => runForward({ M: 37, K: 36, N: 67 }, FULL, matmulForwardDirect4(FULL, [16, 8])));
   test.each([
     [1, 40, 70, { bias: true, gelu: false, pre: false }], // 16-row tile
     [13, 9, 130, { bias: true, gelu: false, pre: false }], // 16-row tile
@@ -112,6 +121,8 @@ test('tile selection follows M', () => {
   expect(matmulWorkgroup({ M: 33, K: 8, N: 8 })).toEqual([16, 16]);
   expect(selectMatmulForward({ M: 5, K: 5, N: 5 }, PLAIN, 'naive').entryPoint).toBe('naive');
   expect(selectMatmulForward({ M: 5, K: 5, N: 5 }, PLAIN, 'direct').entryPoint).toBe('direct');
+  expect(selectMatmulForward({ M: 5, K: 8, N: 5 }, PLAIN, 'direct').name).toBe('matmul_forward_direct4');
+  expect(() => matmulForwardDirect4(PLAIN).dispatch({ M: 2, K: 6, N: 2 }, {} as GPUSupportedLimits)).toThrow(/K=6 is not a multiple of 4/);
   expect(() => matmulForwardTiled({ bias: false, gelu: false, pre: true })).toThrow(/only with gelu/);
 });
 
@@ -147,8 +158,8 @@ test('tiled: a non-finite input stays in its row (slices past K are masked on bo
  * [col0, col0 + N) of one (M, ldo) logits matrix (ldo = V + 3 here: the padding columns past V,
  * like every column of another block, must keep what they held). pre is strided the same way.
  */
-async function runStrided(spec: KernelSpec<MatmulProblem> | 'selected', v: MatmulForwardVariant): Promise<void> {
-  const [M, K] = [5, 17];
+async function runStrided(spec: KernelSpec<MatmulProblem> | 'selected', v: MatmulForwardVariant, K = 17): Promise<void> {
+  const M = 5;
   const blocks = [
     [0, 33],
     [33, 37],
@@ -202,6 +213,7 @@ describe('matmul forward writes a column block of a wider output (ldo, col0)', (
   test('tiled 64x64 bias+gelu+pre (pre strided too)', () => runStrided(matmulForwardTiled(FULL), FULL));
   test('naive bias+gelu+pre', () => runStrided(matmulForwardNaive(FULL), FULL));
   test('direct bias+gelu+pre', () => runStrided(matmulForwardDirect(FULL), FULL));
+  test('direct4 bias+gelu+pre (K 20)', () => runStrided(matmulForwardDirect4(FULL), FULL, 20));
   test('selected 16-row tile, bias', () => runStrided('selected', { bias: true, gelu: false, pre: false }));
   test('problems whose block does not fit the stride are refused; the backward refuses any stride', async () => {
     const rt = await testRuntime();

@@ -73,11 +73,18 @@ const SHAPES: [number, number, number][] = [
 const TILED = { dinp: matmulBackwardInp('tiled'), dweight: matmulBackwardWeight('tiled') };
 const NAIVE = { dinp: matmulBackwardInp('naive'), dweight: matmulBackwardWeight('naive') };
 const DIRECT = { dinp: matmulBackwardInp('direct'), dweight: matmulBackwardWeight('direct') };
+const DIRECT4 = { dinp: matmulBackwardInp('direct4'), dweight: matmulBackwardWeight('direct4') };
 
 describe('matmul backward accumulates its float64 reference', () => {
   test.each(SHAPES)('tiled 64x64 with dbias, M=%i K=%i N=%i', (M, K, N) => runBackward({ M, K, N }, TILED, true));
   test.each(SHAPES)('naive with dbias, M=%i K=%i N=%i', (M, K, N) => runBackward({ M, K, N }, NAIVE, true));
   test.each(SHAPES)('direct with dbias, M=%i K=%i N=%i', (M, K, N) => runBackward({ M, K, N }, DIRECT, true));
+  test.each([
+    [1, 4, 1],
+    [7, 8, 33],
+    [65, 20, 70],
+    [33, 36, 5],
+  ])('direct4 (K a multiple of 4) with dbias, M=%i K=%i N=%i', (M, K, N) => runBackward({ M, K, N }, DIRECT4, true));
   test('tiled without bias, M=33 K=9 N=66', () => runBackward({ M: 33, K: 9, N: 66 }, TILED, false));
   test('selected (16-row tiles), M=5 K=70 N=9', () => runBackward({ M: 5, K: 70, N: 9 }, 'selected', true));
   test('dbias over more rows than lanes, M=300 K=1 N=45', () => runBackward({ M: 300, K: 1, N: 45 }, NAIVE, true));

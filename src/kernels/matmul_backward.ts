@@ -34,7 +34,7 @@ import {
   type MatmulStrategy,
   type MatmulWorkgroup,
 } from './matmul';
-import { formatName, weightReader, type WeightFormat } from './weight_format';
+import { formatName, weightReader, weightReader4, type WeightFormat } from './weight_format';
 
 /** The float64 reference lives beside the forward one (src/model/cpu.ts imports both from ./matmul). */
 export { matmulBackwardRef } from './matmul';
@@ -47,14 +47,17 @@ function dims(p: MatmulProblem, grad: MatmulGrad): { R: number; Q: number; S: nu
   return grad === 'dinp' ? { R: p.M, Q: p.N, S: p.K } : { R: p.N, Q: p.M, S: p.K };
 }
 
-function dmatSpec(grad: MatmulGrad, strategy: MatmulStrategy, wg: MatmulWorkgroup, format: WeightFormat): KernelSpec<MatmulProblem> {
+/** A dmat kernel: a strategy, or direct4 (direct with b read four at a time; S = K a multiple of 4). */
+type DmatKernel = MatmulStrategy | 'direct4';
+
+function dmatSpec(grad: MatmulGrad, strategy: DmatKernel, wg: MatmulWorkgroup, format: WeightFormat): KernelSpec<MatmulProblem> {
   const [wx, wy] = wg;
   const per = strategy === 'naive' ? 1 : 4; // outputs per thread along each axis
   if (grad === 'dweight' && format !== 'f32')
     throw new Error('matmul_backward_dweight: its b is the f32 input; only dinp reads a packed weight');
   return {
     name: formatName(`matmul_backward_${grad}_${strategy}`, format),
-    wgsl: dmatWgsl + weightReader('b', 2, format),
+    wgsl: dmatWgsl + (strategy === 'direct4' ? weightReader4 : weightReader)('b', 2, format),
     entryPoint: strategy === 'tiled' ? 'main' : strategy,
     bindings:
       grad === 'dinp'
@@ -79,6 +82,8 @@ function dmatSpec(grad: MatmulGrad, strategy: MatmulStrategy, wg: MatmulWorkgrou
     uniforms: (p) => {
       checkMatmulOutput(p, `matmul_backward_${grad}`);
       const d = dims(p, grad);
+      if (strategy === 'direct4' && d.S % 4 !== 0)
+        throw new Error(`matmul_backward_${grad}_direct4: K=${d.S} is not a multiple of 4 (use the direct kernel)`);
       return new Uint32Array([d.R, d.Q, d.S, p.ldo ?? p.N, p.col0 ?? 0]);
     },
   };
@@ -86,7 +91,7 @@ function dmatSpec(grad: MatmulGrad, strategy: MatmulStrategy, wg: MatmulWorkgrou
 
 /** dinp (M, K) += dout (M, N) · weight (N, K), weight stored in `format`. Tiled: workgroup [wx, wy] owns a (4*wy) x (4*wx) tile. */
 export function matmulBackwardInp(
-  strategy: MatmulStrategy = 'tiled',
+  strategy: DmatKernel = 'tiled',
   wg: MatmulWorkgroup = [16, 16],
   format: WeightFormat = 'f32',
 ): KernelSpec<MatmulProblem> {
@@ -94,7 +99,7 @@ export function matmulBackwardInp(
 }
 
 /** dweight (N, K) += dout^T · inp (M, K). Tiled: workgroup [wx, wy] owns a (4*wy) x (4*wx) tile. */
-export function matmulBackwardWeight(strategy: MatmulStrategy = 'tiled', wg: MatmulWorkgroup = [16, 16]): KernelSpec<MatmulProblem> {
+export function matmulBackwardWeight(strategy: DmatKernel = 'tiled', wg: MatmulWorkgroup = [16, 16]): KernelSpec<MatmulProblem> {
   return dmatSpec('dweight', strategy, wg, 'f32');
 }
 
@@ -124,9 +129,10 @@ export function selectMatmulBackward(
   format: WeightFormat = 'f32',
 ): { dinp: KernelSpec<MatmulProblem>; dweight: KernelSpec<MatmulProblem> } {
   if (strategy === 'naive') return { dinp: matmulBackwardInp('naive', [16, 16], format), dweight: matmulBackwardWeight('naive') };
+  const kernel: DmatKernel = strategy === 'direct' && p.K % 4 === 0 ? 'direct4' : strategy;
   return {
-    dinp: matmulBackwardInp(strategy, matmulWorkgroup({ M: p.M, K: p.N, N: p.K }), format),
-    dweight: matmulBackwardWeight(strategy, matmulWorkgroup({ M: p.N, K: p.M, N: p.K })),
+    dinp: matmulBackwardInp(kernel, matmulWorkgroup({ M: p.M, K: p.N, N: p.K }), format),
+    dweight: matmulBackwardWeight(kernel, matmulWorkgroup({ M: p.N, K: p.M, N: p.K })),
   };
 }
 

@@ -16,6 +16,7 @@ import {
   matmulForwardBindings,
   matmulForwardFusedRef,
   matmulForwardDirect,
+  matmulForwardDirect4,
   matmulForwardNaive,
   matmulForwardTiled,
   recordMatmulForward,
@@ -43,6 +44,8 @@ describe.each(FORMATS)('%s weights', (format) => {
     ['tiled', { bias: false, gelu: true, pre: true }, 7, 17, 9],
     ['naive', { bias: true, gelu: true, pre: false }, 19, 35, 21],
     ['direct', { bias: true, gelu: true, pre: true }, 66, 35, 71],
+    ['direct4', { bias: true, gelu: false, pre: false }, 66, 36, 71],
+    ['direct4', { bias: false, gelu: true, pre: true }, 3, 4, 5],
   ] as const)('matmul forward %s %o M=%i K=%i N=%i', async (kind, v: MatmulForwardVariant, M, K, N) => {
     const rt = await testRuntime();
     const rng = new Rng(M + K * 31 + N * 977);
@@ -62,7 +65,9 @@ describe.each(FORMATS)('%s weights', (format) => {
         ? matmulForwardTiled(v, [16, 16], format)
         : kind === 'direct'
           ? matmulForwardDirect(v, [16, 16], format)
-          : matmulForwardNaive(v, [16, 16], format);
+          : kind === 'direct4'
+            ? matmulForwardDirect4(v, [16, 16], format)
+            : matmulForwardNaive(v, [16, 16], format);
     const rec = rt.record('packed matmul');
     rec.dispatch(await rt.compile(spec), matmulForwardBindings(rt, bufs), { M, K, N });
     const out = rec.read(bufs.out);
@@ -108,6 +113,7 @@ describe.each(FORMATS)('%s weights', (format) => {
     ['tiled', 70, 21, 37],
     ['naive', 9, 13, 31],
     ['direct', 70, 21, 37],
+    ['direct4', 33, 20, 9],
     ['selected', 3, 17, 65],
   ] as const)('matmul backward dinp %s M=%i K=%i N=%i, accumulating', async (kind, M, K, N) => {
     const rt = await testRuntime();

@@ -64,9 +64,29 @@ export function roundWeights(data: Float32Array, format: WeightFormat, name: str
  */
 export function weightReader(name: string, binding: number, format: WeightFormat): string {
   const decl = `@group(0) @binding(${binding}) var<storage, read> ${name}: array<${format === 'f32' ? 'f32' : 'u32'}>;`;
-  if (format === 'f32') return `\n${decl}\nfn ${name}At(i: u32) -> f32 {\n  return ${name}[i];\n}\n`;
+  // four at a time from scalar reads, so a kernel may call either reader's functions
+  const at4 = `fn ${name}At4(j: u32) -> vec4f {\n  let i = 4u * j;\n  return vec4f(${name}At(i), ${name}At(i + 1u), ${name}At(i + 2u), ${name}At(i + 3u));\n}\n`;
+  if (format === 'f32') return `\n${decl}\nfn ${name}At(i: u32) -> f32 {\n  return ${name}[i];\n}\n${at4}`;
   const body = format === 'f16' ? `unpack2x16float(w)[i & 1u]` : `bitcast<f32>(select(w << 16u, w & 0xffff0000u, (i & 1u) == 1u))`;
-  return `\n${decl}\nfn ${name}At(i: u32) -> f32 {\n  let w = ${name}[i >> 1u];\n  return ${body};\n}\n`;
+  return `\n${decl}\nfn ${name}At(i: u32) -> f32 {\n  let w = ${name}[i >> 1u];\n  return ${body};\n}\n${at4}`;
+}
+
+/**
+ * As weightReader, four elements a load, for a tensor of a multiple of 4 elements read in aligned
+ * fours: the binding as vec4 of f32 or vec2 of packed words, and `fn <name>At4(j: u32) -> vec4f`,
+ * elements 4j..4j+3 (words 2j and 2j + 1 of a 16-bit format, low half first); `<name>At(i)` too.
+ * (weightReader gives both functions as well, At4 from four scalar reads.)
+ */
+export function weightReader4(name: string, binding: number, format: WeightFormat): string {
+  const decl = `@group(0) @binding(${binding}) var<storage, read> ${name}: array<${format === 'f32' ? 'vec4f' : 'vec2u'}>;`;
+  // one element from the vector binding, so a kernel may call either reader's functions
+  const at = `fn ${name}At(i: u32) -> f32 {\n  return ${name}At4(i >> 2u)[i & 3u];\n}\n`;
+  if (format === 'f32') return `\n${decl}\nfn ${name}At4(j: u32) -> vec4f {\n  return ${name}[j];\n}\n${at}`;
+  const body =
+    format === 'f16'
+      ? 'vec4f(unpack2x16float(w.x), unpack2x16float(w.y))'
+      : 'vec4f(bitcast<f32>(w.x << 16u), bitcast<f32>(w.x & 0xffff0000u), bitcast<f32>(w.y << 16u), bitcast<f32>(w.y & 0xffff0000u))';
+  return `\n${decl}\nfn ${name}At4(j: u32) -> vec4f {\n  let w = ${name}[j];\n  return ${body};\n}\n${at}`;
 }
 
 /** The spec name of a kernel variant reading its weight in `format` ('f32' keeps the plain name). */
