@@ -21,27 +21,12 @@
 //   WRITE_PRE  also write the pre-activation (the sum + bias) to `pre`, which GELU's backward needs;
 //              when false `pre` may be any other buffer (it is not written)
 
-struct Params {
-  M: u32,
-  K: u32,
-  N: u32,
-  ldo: u32,   // row stride of out and pre (N when dense)
-  col0: u32,  // first column of out and pre written (0 when dense)
-}
+// Params, out, pre, bias, params and the overrides WG_X, WG_Y, HAS_BIAS, GELU, WRITE_PRE:
+// shaders/lib/matmul_epilogue.wgsl, prepended with gelu() and store().
 
-@group(0) @binding(0) var<storage, read_write> out: array<f32>;  // (M, ldo), columns [col0, col0 + N) written
-@group(0) @binding(1) var<storage, read_write> pre: array<f32>;  // (M, ldo) when WRITE_PRE, as out
 @group(0) @binding(2) var<storage, read> inp: array<f32>;        // (M, K)
 // @binding(3) weight (N, K): declared with `fn weightAt(i) -> f32` by the appended weightReader
 // (kernels/weight_format.ts), f32 or packed 16-bit.
-@group(0) @binding(4) var<storage, read> bias: array<f32>;       // (N) when HAS_BIAS
-@group(0) @binding(5) var<uniform> params: Params;
-
-override WG_X: u32 = 16;
-override WG_Y: u32 = 16;
-override HAS_BIAS: bool = true;
-override GELU: bool = false;
-override WRITE_PRE: bool = false;
 
 const BK: u32 = 8u;  // K slice staged per step
 override BM: u32 = 4u * WG_Y;  // tile rows (M)
@@ -51,8 +36,6 @@ override B_TILE: u32 = BK * BN;
 
 var<workgroup> tileA: array<f32, A_TILE>;  // (BK, BM): tileA[k * BM + r] = inp[m0 + r, k0 + k]
 var<workgroup> tileB: array<f32, B_TILE>;  // (BK, BN): tileB[k * BN + c] = weight[n0 + c, k0 + k]
-
-// gelu() and store(): shaders/lib/matmul_epilogue.wgsl, prepended (matmul_forward_direct4.wgsl shares them).
 
 @compute @workgroup_size(WG_X, WG_Y)
 fn main(

@@ -6,26 +6,10 @@
 // one (read, never stored). The epilogue (bias, pre-activation, GELU, strided out) is
 // shaders/lib/matmul_epilogue.wgsl, prepended.
 
-struct Params {
-  M: u32,
-  K: u32,
-  N: u32,
-  ldo: u32,   // row stride of out and pre (N when dense)
-  col0: u32,  // first column of out and pre written (0 when dense)
-}
+// Params, out, pre, bias, params and the overrides: shaders/lib/matmul_epilogue.wgsl, prepended.
 
-@group(0) @binding(0) var<storage, read_write> out: array<f32>;  // (M, ldo), columns [col0, col0 + N) written
-@group(0) @binding(1) var<storage, read_write> pre: array<f32>;  // (M, ldo) when WRITE_PRE, as out
 @group(0) @binding(2) var<storage, read> inp: array<vec4f>;      // (M, K / 4)
 // @binding(3) weight (N, K): `fn weightAt4(j) -> vec4f` from the appended weightReader4
-@group(0) @binding(4) var<storage, read> bias: array<f32>;       // (N) when HAS_BIAS
-@group(0) @binding(5) var<uniform> params: Params;
-
-override WG_X: u32 = 16;
-override WG_Y: u32 = 16;
-override HAS_BIAS: bool = true;
-override GELU: bool = false;
-override WRITE_PRE: bool = false;
 
 @compute @workgroup_size(WG_X, WG_Y)
 fn main(@builtin(global_invocation_id) gid: vec3u) {

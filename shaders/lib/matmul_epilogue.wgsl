@@ -1,6 +1,27 @@
-// The matmul forward's epilogue, shared by matmul_forward.wgsl and matmul_forward_direct4.wgsl
-// (prepended to each by kernels/matmul.ts). It reads the including shader's out, pre, bias and
-// params bindings and its HAS_BIAS, GELU and WRITE_PRE overrides.
+// What matmul_forward.wgsl and matmul_forward_direct4.wgsl share (prepended to each by
+// kernels/matmul.ts): the uniforms, the output, bias and params bindings, the overrides, and the
+// epilogue (bias, pre-activation, GELU, strided store). Each shader declares its own inp (binding
+// 2) and appends its weight reader (binding 3).
+
+struct Params {
+  M: u32,
+  K: u32,
+  N: u32,
+  ldo: u32,   // row stride of out and pre (N when dense)
+  col0: u32,  // first column of out and pre written (0 when dense)
+}
+
+@group(0) @binding(0) var<storage, read_write> out: array<f32>;  // (M, ldo), columns [col0, col0 + N) written
+@group(0) @binding(1) var<storage, read_write> pre: array<f32>;  // (M, ldo) when WRITE_PRE, as out
+// @binding(2) inp and @binding(3) weight: declared by each shader (scalar or four-wide)
+@group(0) @binding(4) var<storage, read> bias: array<f32>;       // (N) when HAS_BIAS
+@group(0) @binding(5) var<uniform> params: Params;
+
+override WG_X: u32 = 16;
+override WG_Y: u32 = 16;
+override HAS_BIAS: bool = true;
+override GELU: bool = false;
+override WRITE_PRE: bool = false;
 
 const GELU_SCALE: f32 = 0.7978845608028654;  // sqrt(2 / pi)
 

@@ -122,26 +122,42 @@ function variantConstants(v: MatmulForwardVariant): Record<string, number> {
   return { HAS_BIAS: v.bias ? 1 : 0, GELU: v.gelu ? 1 : 0, WRITE_PRE: v.pre ? 1 : 0 };
 }
 
+/**
+ * The spec of a forward kernel in which each thread computes a `per` x `per` block of out, so a
+ * workgroup [wx, wy] covers (per * wy) x (per * wx) outputs; `needsK4`: K must be a multiple of 4.
+ */
+function forwardSpec(
+  name: string,
+  source: string,
+  entryPoint: string,
+  per: number,
+  v: MatmulForwardVariant,
+  [wx, wy]: MatmulWorkgroup,
+  needsK4 = false,
+): KernelSpec<MatmulProblem> {
+  return {
+    name,
+    wgsl: source,
+    entryPoint,
+    bindings: MATMUL_BINDINGS,
+    workgroupSize: [wx, wy],
+    constants: variantConstants(v),
+    dispatch: (p) => {
+      checkMatmulOutput(p, name);
+      if (needsK4 && p.K % 4 !== 0) throw new Error(`${name}: K=${p.K} is not a multiple of 4 (use matmul_forward_direct)`);
+      return [Math.ceil(p.N / (per * wx)), Math.ceil(p.M / (per * wy)), 1] satisfies WorkgroupCount;
+    },
+    uniforms: matmulUniforms,
+  };
+}
+
 /** Tiled kernel: workgroup [wx, wy] threads computes a (4*wy) x (4*wx) tile of out; the weight stored in `format`. */
 export function matmulForwardTiled(
   v: MatmulForwardVariant,
   wg: MatmulWorkgroup = [16, 16],
   format: WeightFormat = 'f32',
 ): KernelSpec<MatmulProblem> {
-  const [wx, wy] = wg;
-  return {
-    name: formatName('matmul_forward_tiled', format),
-    wgsl: wgsl + weightReader('weight', 3, format),
-    entryPoint: 'main',
-    bindings: MATMUL_BINDINGS,
-    workgroupSize: [wx, wy],
-    constants: variantConstants(v),
-    dispatch: (p) => {
-      checkMatmulOutput(p, 'matmul_forward_tiled');
-      return [Math.ceil(p.N / (4 * wx)), Math.ceil(p.M / (4 * wy)), 1] satisfies WorkgroupCount;
-    },
-    uniforms: matmulUniforms,
-  };
+  return forwardSpec(formatName('matmul_forward_tiled', format), wgsl + weightReader('weight', 3, format), 'main', 4, v, wg);
 }
 
 /** Direct kernel: workgroup [wx, wy] threads computes a (4*wy) x (4*wx) block, each thread 4 x 4 contiguous outputs; the weight stored in `format`. */
@@ -150,20 +166,7 @@ export function matmulForwardDirect(
   wg: MatmulWorkgroup = [16, 16],
   format: WeightFormat = 'f32',
 ): KernelSpec<MatmulProblem> {
-  const [wx, wy] = wg;
-  return {
-    name: formatName('matmul_forward_direct', format),
-    wgsl: wgsl + weightReader('weight', 3, format),
-    entryPoint: 'direct',
-    bindings: MATMUL_BINDINGS,
-    workgroupSize: [wx, wy],
-    constants: variantConstants(v),
-    dispatch: (p) => {
-      checkMatmulOutput(p, 'matmul_forward_direct');
-      return [Math.ceil(p.N / (4 * wx)), Math.ceil(p.M / (4 * wy)), 1] satisfies WorkgroupCount;
-    },
-    uniforms: matmulUniforms,
-  };
+  return forwardSpec(formatName('matmul_forward_direct', format), wgsl + weightReader('weight', 3, format), 'direct', 4, v, wg);
 }
 
 /**
@@ -175,21 +178,8 @@ export function matmulForwardDirect4(
   wg: MatmulWorkgroup = [16, 16],
   format: WeightFormat = 'f32',
 ): KernelSpec<MatmulProblem> {
-  const [wx, wy] = wg;
-  return {
-    name: formatName('matmul_forward_direct4', format),
-    wgsl: epilogue + direct4Wgsl + weightReader4('weight', 3, format),
-    entryPoint: 'main',
-    bindings: MATMUL_BINDINGS,
-    workgroupSize: [wx, wy],
-    constants: variantConstants(v),
-    dispatch: (p) => {
-      checkMatmulOutput(p, 'matmul_forward_direct4');
-      if (p.K % 4 !== 0) throw new Error(`matmul_forward_direct4: K=${p.K} is not a multiple of 4 (use matmul_forward_direct)`);
-      return [Math.ceil(p.N / (4 * wx)), Math.ceil(p.M / (4 * wy)), 1] satisfies WorkgroupCount;
-    },
-    uniforms: matmulUniforms,
-  };
+  const name = formatName('matmul_forward_direct4', format);
+  return forwardSpec(name, epilogue + direct4Wgsl + weightReader4('weight', 3, format), 'main', 4, v, wg, true);
 }
 
 /** Naive kernel: one output per thread, workgroups of 16 x 16 outputs; the weight stored in `format`. */
@@ -198,20 +188,8 @@ export function matmulForwardNaive(
   wg: MatmulWorkgroup = [16, 16],
   format: WeightFormat = 'f32',
 ): KernelSpec<MatmulProblem> {
-  const [wx, wy] = wg;
-  return {
-    name: formatName('matmul_forward_naive', format), // its own name: the pipeline cache key does not include the entry point
-    wgsl: wgsl + weightReader('weight', 3, format),
-    entryPoint: 'naive',
-    bindings: MATMUL_BINDINGS,
-    workgroupSize: [wx, wy],
-    constants: variantConstants(v),
-    dispatch: (p) => {
-      checkMatmulOutput(p, 'matmul_forward_naive');
-      return [Math.ceil(p.N / wx), Math.ceil(p.M / wy), 1] satisfies WorkgroupCount;
-    },
-    uniforms: matmulUniforms,
-  };
+  // its own name: the pipeline cache key does not include the entry point
+  return forwardSpec(formatName('matmul_forward_naive', format), wgsl + weightReader('weight', 3, format), 'naive', 1, v, wg);
 }
 
 /**

@@ -293,14 +293,7 @@ export class DecoderCpu {
     const merged = this.merged(kv?.cache);
     const lw = (name: string) => merged.weights.get(name) ?? this.w(name);
 
-    // x (BT, C): token embedding, plus the learned position's row (GPT-2)
-    let x = new Float64Array(BT * C);
-    const embed = this.w('embed');
-    for (let n = 0; n < BT; n++) x.set(embed.subarray(input.tokens[n]! * C, (input.tokens[n]! + 1) * C), n * C);
-    if (a.positions.kind === 'learned') {
-      const pos = this.w('pos');
-      for (let n = 0; n < BT; n++) for (let c = 0; c < C; c++) x[n * C + c]! += pos[positions[n]! * C + c]!;
-    }
+    let x = this.embed(input.tokens, positions, BT);
     const layers: DecoderLayerActs[] = [];
     for (let l = 0; l < L; l++) {
       const s = this.layer(l, x, BT, positions, lw, train ? B * NH * T : 0, (s) => {
@@ -335,10 +328,8 @@ export class DecoderCpu {
     else if (need.length) {
       // only the rows the caller reads: gathered, multiplied, scattered (each output the same sum)
       const R = need.length;
-      const sub = new Float64Array(R * C);
-      need.forEach((n, i) => sub.set(hf.subarray(n * C, (n + 1) * C), i * C));
       const out = new Float64Array(R * V);
-      matmulForwardRef(out, sub, head, null, R, C, V);
+      matmulForwardRef(out, gatherRows(hf, need, C), head, null, R, C, V);
       need.forEach((n, i) => logits.set(out.subarray(i * V, (i + 1) * V), n * V));
     }
     if (train)
@@ -487,13 +478,7 @@ export class DecoderCpu {
     const N = tree.size;
     const merged = this.merged();
     const lw = (name: string) => merged.weights.get(name) ?? this.w(name);
-    let x = new Float64Array(N * C);
-    const embed = this.w('embed');
-    for (let u = 0; u < N; u++) x.set(embed.subarray(tree.tokens[u]! * C, (tree.tokens[u]! + 1) * C), u * C);
-    if (a.positions.kind === 'learned') {
-      const pos = this.w('pos');
-      for (let u = 0; u < N; u++) for (let c = 0; c < C; c++) x[u * C + c]! += pos[tree.positions[u]! * C + c]!;
-    }
+    let x = this.embed(tree.tokens, tree.positions, N);
     for (let l = 0; l < L; l++)
       x = this.layer(l, x, N, tree.positions, lw, 0, (s) => attentionGqaTreeRef(s.atty, s.qkv, tree, { N, NH, NKV, HS })).out;
     const hf = new Float64Array(N * C);
@@ -526,6 +511,19 @@ export class DecoderCpu {
       if (i !== undefined) values[n] = nodeValues[i]!;
     }
     return { logits, values, lastOnly: false };
+  }
+
+  /** x (N, C) of N rows: each token's embedding, plus its learned position's row (GPT-2). */
+  private embed(tokens: ArrayLike<number>, positions: ArrayLike<number>, N: number): Float64Array<ArrayBuffer> {
+    const C = this.arch.dModel;
+    const x = new Float64Array(N * C);
+    const embed = this.w('embed');
+    for (let n = 0; n < N; n++) x.set(embed.subarray(tokens[n]! * C, (tokens[n]! + 1) * C), n * C);
+    if (this.arch.positions.kind === 'learned') {
+      const pos = this.w('pos');
+      for (let n = 0; n < N; n++) for (let c = 0; c < C; c++) x[n * C + c]! += pos[positions[n]! * C + c]!;
+    }
+    return x;
   }
 
   /** out, and the statistics its backward reads, of the norm named `name` over N rows. */
