@@ -586,7 +586,10 @@ export function formatTrainBench(r: TrainBenchResult): string {
   }
   const profiled = r.rows.filter((x) => x.update?.kernels?.length);
   if (profiled.length) {
-    lines.push('', `where ours spends an update step, by kernel (one step with GPU timestamps; top ${KERNELS_SHOWN}, share of its GPU time)`);
+    lines.push(
+      '',
+      `where ours spends an update step, by kernel (one step with GPU timestamps; top ${KERNELS_SHOWN}, share of its GPU time)`,
+    );
     for (const x of profiled) {
       const k = x.update!.kernels!;
       const ms = k.reduce((s, t) => s + t.ms, 0);
