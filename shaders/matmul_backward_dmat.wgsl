@@ -19,6 +19,7 @@
 //          at rows ty + WG_Y * i, columns tx + WG_X * j; Q walked in slices of BK = 8 in workgroup
 //          memory. Each slice is loaded along the matrix's contiguous dimension.
 //   naive  one output per thread.
+//   direct, direct4, direct4a  no workgroup memory (software adapters), below.
 
 struct Params {
   R: u32,
@@ -184,6 +185,66 @@ fn direct4(@builtin(global_invocation_id) gid: vec3u) {
     acc[1] += loadA(r0 + 1u, q) * b;
     acc[2] += loadA(r0 + 2u, q) * b;
     acc[3] += loadA(r0 + 3u, q) * b;
+  }
+  for (var i = 0u; i < 4u; i++) {
+    if (r0 + i < R) {
+      let g = (r0 + i) * params.S + 4u * j;
+      grad[g] += acc[i].x;
+      grad[g + 1u] += acc[i].y;
+      grad[g + 2u] += acc[i].z;
+      grad[g + 3u] += acc[i].w;
+    }
+  }
+}
+
+// direct4a: direct4 with op(a) read four values a load as well, through a4 (binding 1 viewed as
+// vec4; only this entry point uses it). Needs lda and acol0 multiples of 4, and, for the four
+// values to be one aligned vec4, Q (dinp: four consecutive q of a row) or R (dweight, A_T: the
+// four rows r0..r0+3 at one q) a multiple of 4. The sum over q runs in the same order as direct4.
+@group(0) @binding(1) var<storage, read> a4: array<vec4f>;
+
+@compute @workgroup_size(WG_X, WG_Y)
+fn direct4a(@builtin(global_invocation_id) gid: vec3u) {
+  let R = params.R;
+  let Q = params.Q;
+  let S4 = params.S / 4u;
+  let lda4 = params.lda / 4u;
+  let ac4 = params.acol0 / 4u;
+  let r0 = gid.y * 4u;
+  let j = gid.x;  // columns 4j..4j+3
+  if (r0 >= R || j >= S4) {
+    return;
+  }
+  var acc: array<vec4f, 4>;  // acc[i]: grad[r0 + i, 4j..4j+3]
+  if (A_T) {
+    let c = ac4 + r0 / 4u;  // a[q, acol0 + r0 .. r0 + 3]
+    for (var q = 0u; q < Q; q++) {
+      let x = a4[q * lda4 + c];
+      let b = bAt4(q * S4 + j);
+      acc[0] += x.x * b;
+      acc[1] += x.y * b;
+      acc[2] += x.z * b;
+      acc[3] += x.w * b;
+    }
+  } else {
+    // rows past R are clamped to the last one: read, never stored
+    let a0 = r0 * lda4 + ac4;
+    let a1 = min(r0 + 1u, R - 1u) * lda4 + ac4;
+    let a2 = min(r0 + 2u, R - 1u) * lda4 + ac4;
+    let a3 = min(r0 + 3u, R - 1u) * lda4 + ac4;
+    for (var q4 = 0u; q4 < Q / 4u; q4++) {
+      let x0 = a4[a0 + q4];
+      let x1 = a4[a1 + q4];
+      let x2 = a4[a2 + q4];
+      let x3 = a4[a3 + q4];
+      for (var t = 0u; t < 4u; t++) {
+        let b = bAt4((4u * q4 + t) * S4 + j);
+        acc[0] += x0[t] * b;
+        acc[1] += x1[t] * b;
+        acc[2] += x2[t] * b;
+        acc[3] += x3[t] * b;
+      }
+    }
   }
   for (var i = 0u; i < 4u; i++) {
     if (r0 + i < R) {

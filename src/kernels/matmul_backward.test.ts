@@ -8,7 +8,7 @@ import type { KernelSpec } from '../gpu/kernel';
 import { expectClose, testRuntime } from '../testing/gpu';
 import { Rng } from '../util/random';
 import { matmulBackwardRef, matmulForwardRef, type MatmulProblem } from './matmul';
-import { matmulBackwardBias, matmulBackwardInp, matmulBackwardWeight, recordMatmulBackward } from './matmul_backward';
+import { matmulBackwardBias, matmulBackwardInp, matmulBackwardWeight, recordMatmulBackward, selectMatmulBackward } from './matmul_backward';
 import { centralDiff } from '../testing/finite-diff';
 
 // As the forward: f32 sums of <= 100 products of values in [-1, 1] (over N for dinp, over M for
@@ -74,6 +74,7 @@ const TILED = { dinp: matmulBackwardInp('tiled'), dweight: matmulBackwardWeight(
 const NAIVE = { dinp: matmulBackwardInp('naive'), dweight: matmulBackwardWeight('naive') };
 const DIRECT = { dinp: matmulBackwardInp('direct'), dweight: matmulBackwardWeight('direct') };
 const DIRECT4 = { dinp: matmulBackwardInp('direct4'), dweight: matmulBackwardWeight('direct4') };
+const DIRECT4A = { dinp: matmulBackwardInp('direct4a', [8, 16]), dweight: matmulBackwardWeight('direct4a') };
 
 describe('matmul backward accumulates its float64 reference', () => {
   test.each(SHAPES)('tiled 64x64 with dbias, M=%i K=%i N=%i', (M, K, N) => runBackward({ M, K, N }, TILED, true));
@@ -85,9 +86,29 @@ describe('matmul backward accumulates its float64 reference', () => {
     [65, 20, 70],
     [33, 36, 5],
   ])('direct4 (K a multiple of 4) with dbias, M=%i K=%i N=%i', (M, K, N) => runBackward({ M, K, N }, DIRECT4, true));
+  // direct4a: K and N multiples of 4, M ragged (dinp's rows past M are clamped, never stored)
+  test.each([
+    [1, 4, 4],
+    [7, 8, 32],
+    [65, 20, 68],
+    [33, 36, 4],
+    [100, 64, 96],
+  ])('direct4a (K, N multiples of 4) with dbias, M=%i K=%i N=%i', (M, K, N) => runBackward({ M, K, N }, DIRECT4A, true));
   test('tiled without bias, M=33 K=9 N=66', () => runBackward({ M: 33, K: 9, N: 66 }, TILED, false));
   test('selected (16-row tiles), M=5 K=70 N=9', () => runBackward({ M: 5, K: 70, N: 9 }, 'selected', true));
   test('dbias over more rows than lanes, M=300 K=1 N=45', () => runBackward({ M: 300, K: 1, N: 45 }, NAIVE, true));
+});
+
+test('direct selects direct4a where K, N, ldo and col0 are multiples of 4, else direct4 where K is, else direct', () => {
+  const pick = (p: MatmulProblem): string => selectMatmulBackward(p, 'direct').dinp.name;
+  expect(pick({ M: 5, K: 8, N: 12 })).toBe('matmul_backward_dinp_direct4a');
+  expect(selectMatmulBackward({ M: 5, K: 8, N: 12 }, 'direct').dweight.name).toBe('matmul_backward_dweight_direct4a');
+  expect(pick({ M: 5, K: 8, N: 12, ldo: 20, col0: 8 })).toBe('matmul_backward_dinp_direct4a');
+  expect(pick({ M: 5, K: 8, N: 13 })).toBe('matmul_backward_dinp_direct4');
+  expect(pick({ M: 5, K: 8, N: 12, ldo: 21, col0: 8 })).toBe('matmul_backward_dinp_direct4');
+  expect(pick({ M: 5, K: 8, N: 12, ldo: 20, col0: 6 })).toBe('matmul_backward_dinp_direct4');
+  expect(pick({ M: 5, K: 9, N: 12 })).toBe('matmul_backward_dinp_direct');
+  expect(() => matmulBackwardInp('direct4a').uniforms!({ M: 5, K: 8, N: 12, ldo: 21 })).toThrow(/ldo=21.*multiples of 4/);
 });
 
 test('matmulBackwardRef is the gradient of matmulForwardRef (finite differences)', () => {
@@ -136,14 +157,26 @@ test('matmulBackwardRef is the gradient of matmulForwardRef (finite differences)
  * adds to; a frozen weight (dweight null) leaves only dinp. Same tolerance as the dense products.
  */
 describe('matmul backward reads a column block of a wider dout', () => {
-  test.each(['tiled', 'direct', 'naive'] as const)('%s: two chunks of 70 columns, and a frozen weight', async (strategy) => {
+  // the aligned case (K, both chunks, col0 and ldo multiples of 4) runs direct's direct4a
+  test.each([
+    ['tiled', false],
+    ['direct', false],
+    ['naive', false],
+    ['direct', true],
+  ] as const)('%s: two chunks of about 70 columns, and a frozen weight (aligned for direct4a: %s)', async (strategy, aligned) => {
     const rt = await testRuntime();
-    const [M, K, V] = [37, 19, 70];
-    const ldo = V + 3;
-    const blocks = [
-      [0, 41],
-      [41, 29],
-    ] as const; // [col0, N]
+    const [M, K, V] = aligned ? [37, 20, 72] : [37, 19, 70];
+    const ldo = V + (aligned ? 4 : 3);
+    const blocks: readonly (readonly [number, number])[] = aligned
+      ? [
+          [0, 40],
+          [40, 32],
+        ]
+      : [
+          [0, 41],
+          [41, 29],
+        ]; // [col0, N]
+    if (aligned) expect(selectMatmulBackward({ M, K, N: 32, ldo, col0: 40 }, strategy).dinp.name).toMatch(/direct4a$/);
     const rng = new Rng(ldo + ['tiled', 'direct', 'naive'].indexOf(strategy));
     const dlogits = rng.float32(M * ldo);
     for (let m = 0; m < M; m++) dlogits.fill(1e6, m * ldo + V, (m + 1) * ldo);

@@ -47,8 +47,16 @@ function dims(p: MatmulProblem, grad: MatmulGrad): { R: number; Q: number; S: nu
   return grad === 'dinp' ? { R: p.M, Q: p.N, S: p.K } : { R: p.N, Q: p.M, S: p.K };
 }
 
-/** A dmat kernel: a strategy, or direct4 (direct with b read four at a time; S = K a multiple of 4). */
-type DmatKernel = MatmulStrategy | 'direct4';
+/**
+ * A dmat kernel: a strategy, direct4 (direct with b read four at a time; S = K a multiple of 4),
+ * or direct4a (direct4 with dout read four at a time too; N, ldo and col0 multiples of 4 as well).
+ */
+type DmatKernel = MatmulStrategy | 'direct4' | 'direct4a';
+
+/** Whether direct4a can run p: K, N, ldo and col0 all multiples of 4. */
+function fitsDirect4a(p: MatmulProblem): boolean {
+  return [p.K, p.N, p.ldo ?? p.N, p.col0 ?? 0].every((x) => x % 4 === 0);
+}
 
 function dmatSpec(grad: MatmulGrad, strategy: DmatKernel, wg: MatmulWorkgroup, format: WeightFormat): KernelSpec<MatmulProblem> {
   const [wx, wy] = wg;
@@ -57,7 +65,7 @@ function dmatSpec(grad: MatmulGrad, strategy: DmatKernel, wg: MatmulWorkgroup, f
     throw new Error('matmul_backward_dweight: its b is the f32 input; only dinp reads a packed weight');
   return {
     name: formatName(`matmul_backward_${grad}_${strategy}`, format),
-    wgsl: dmatWgsl + (strategy === 'direct4' ? weightReader4 : weightReader)('b', 2, format),
+    wgsl: dmatWgsl + (strategy === 'direct4' || strategy === 'direct4a' ? weightReader4 : weightReader)('b', 2, format),
     entryPoint: strategy === 'tiled' ? 'main' : strategy,
     bindings:
       grad === 'dinp'
@@ -84,6 +92,11 @@ function dmatSpec(grad: MatmulGrad, strategy: DmatKernel, wg: MatmulWorkgroup, f
       const d = dims(p, grad);
       if (strategy === 'direct4' && d.S % 4 !== 0)
         throw new Error(`matmul_backward_${grad}_direct4: K=${d.S} is not a multiple of 4 (use the direct kernel)`);
+      if (strategy === 'direct4a' && !fitsDirect4a(p))
+        throw new Error(
+          `matmul_backward_${grad}_direct4a: K=${p.K}, N=${p.N}, ldo=${p.ldo ?? p.N}, col0=${p.col0 ?? 0} must all be ` +
+            'multiples of 4 (use direct4 or direct)',
+        );
       return new Uint32Array([d.R, d.Q, d.S, p.ldo ?? p.N, p.col0 ?? 0]);
     },
   };
@@ -121,7 +134,8 @@ export const matmulBackwardBias: KernelSpec<MatmulProblem> = {
 
 /**
  * Kernel selection for the two products: tiled with the row count of the product picking the
- * tile (as the forward does), or naive.
+ * tile (as the forward does), naive, or direct: direct4a where the shape allows, else direct4
+ * where K does, else direct.
  */
 export function selectMatmulBackward(
   p: MatmulProblem,
@@ -129,7 +143,7 @@ export function selectMatmulBackward(
   format: WeightFormat = 'f32',
 ): { dinp: KernelSpec<MatmulProblem>; dweight: KernelSpec<MatmulProblem> } {
   if (strategy === 'naive') return { dinp: matmulBackwardInp('naive', [16, 16], format), dweight: matmulBackwardWeight('naive') };
-  const kernel: DmatKernel = strategy === 'direct' && p.K % 4 === 0 ? 'direct4' : strategy;
+  const kernel: DmatKernel = strategy !== 'direct' ? strategy : fitsDirect4a(p) ? 'direct4a' : p.K % 4 === 0 ? 'direct4' : 'direct';
   return {
     dinp: matmulBackwardInp(kernel, matmulWorkgroup({ M: p.M, K: p.N, N: p.K }), format),
     dweight: matmulBackwardWeight(kernel, matmulWorkgroup({ M: p.N, K: p.M, N: p.K })),

@@ -114,6 +114,7 @@ describe.each(FORMATS)('%s weights', (format) => {
     ['naive', 9, 13, 31],
     ['direct', 70, 21, 37],
     ['direct4', 33, 20, 9],
+    ['direct4a', 33, 20, 12],
     ['selected', 3, 17, 65],
   ] as const)('matmul backward dinp %s M=%i K=%i N=%i, accumulating', async (kind, M, K, N) => {
     const rt = await testRuntime();
