@@ -6,7 +6,9 @@
 //   param -= lr * ((m / bc1) / (sqrt(v / bc2) + eps) + weightDecay * param)
 // with bc1 = 1 - beta1^step, bc2 = 1 - beta2^step computed in float64 on the CPU.
 // When status[1] != 0 (this step's gradient is non-finite) nothing is written: params, m and v
-// stay unchanged. The dispatch may be folded into 2-D (see linearWorkgroups).
+// stay unchanged. Each invocation updates ITEMS elements (the norm and status read once); the
+// dispatch may be folded into 2-D (see linearWorkgroups). `main4` is the same step four elements a
+// load, for offset and n multiples of 4 (the buffers viewed as vec4; only main4 uses those views).
 
 struct Opts {
   offset: u32,
@@ -29,24 +31,71 @@ struct Opts {
 @group(0) @binding(5) var<storage, read> status: array<u32>;       // (4) see src/kernels/adamw.ts
 @group(0) @binding(6) var<uniform> opts: Opts;
 
+@group(0) @binding(0) var<storage, read_write> param4: array<vec4f>;
+@group(0) @binding(1) var<storage, read> grad4: array<vec4f>;
+@group(0) @binding(2) var<storage, read_write> m4: array<vec4f>;
+@group(0) @binding(3) var<storage, read_write> v4: array<vec4f>;
+
 override WG_X: u32 = 256;
+override ITEMS: u32 = 4;  // elements per invocation, WG_X apart (consecutive invocations, consecutive elements)
 
 @compute @workgroup_size(WG_X)
-fn main(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
-  let i = gid.x + gid.y * nwg.x * WG_X;
-  if (i >= opts.n || status[1] != 0u) {
+fn main(
+  @builtin(local_invocation_index) lid: u32,
+  @builtin(workgroup_id) wid: vec3u,
+  @builtin(num_workgroups) nwg: vec3u,
+) {
+  if (status[1] != 0u) {
     return;
   }
-  let j = opts.offset + i;
+  let base = (wid.x + wid.y * nwg.x) * WG_X * ITEMS + lid;
   var scale = 1.0;
   if (opts.maxNorm > 0.0) {
     scale = min(1.0, opts.maxNorm / (norm[0] + 1e-6));
   }
-  let g = grad[j] * scale;
-  let mj = opts.beta1 * m[j] + (1.0 - opts.beta1) * g;
-  let vj = opts.beta2 * v[j] + (1.0 - opts.beta2) * g * g;
-  m[j] = mj;
-  v[j] = vj;
-  let p = param[j];
-  param[j] = p - opts.lr * ((mj / opts.bc1) / (sqrt(vj / opts.bc2) + opts.eps) + opts.weightDecay * p);
+  for (var e = 0u; e < ITEMS; e++) {
+    let i = base + e * WG_X;
+    if (i >= opts.n) {
+      return;
+    }
+    let j = opts.offset + i;
+    let g = grad[j] * scale;
+    let mj = opts.beta1 * m[j] + (1.0 - opts.beta1) * g;
+    let vj = opts.beta2 * v[j] + (1.0 - opts.beta2) * g * g;
+    m[j] = mj;
+    v[j] = vj;
+    let p = param[j];
+    param[j] = p - opts.lr * ((mj / opts.bc1) / (sqrt(vj / opts.bc2) + opts.eps) + opts.weightDecay * p);
+  }
+}
+
+// main4: ITEMS vec4s per invocation; offset and n are multiples of 4, so each vec4 lies in range.
+@compute @workgroup_size(WG_X)
+fn main4(
+  @builtin(local_invocation_index) lid: u32,
+  @builtin(workgroup_id) wid: vec3u,
+  @builtin(num_workgroups) nwg: vec3u,
+) {
+  if (status[1] != 0u) {
+    return;
+  }
+  let base = (wid.x + wid.y * nwg.x) * WG_X * ITEMS + lid;
+  var scale = 1.0;
+  if (opts.maxNorm > 0.0) {
+    scale = min(1.0, opts.maxNorm / (norm[0] + 1e-6));
+  }
+  for (var e = 0u; e < ITEMS; e++) {
+    let i = base + e * WG_X;
+    if (i >= opts.n / 4u) {
+      return;
+    }
+    let j = opts.offset / 4u + i;
+    let g = grad4[j] * scale;
+    let mj = opts.beta1 * m4[j] + (1.0 - opts.beta1) * g;
+    let vj = opts.beta2 * v4[j] + (1.0 - opts.beta2) * g * g;
+    m4[j] = mj;
+    v4[j] = vj;
+    let p = param4[j];
+    param4[j] = p - opts.lr * ((mj / opts.bc1) / (sqrt(vj / opts.bc2) + opts.eps) + opts.weightDecay * p);
+  }
 }

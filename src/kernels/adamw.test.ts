@@ -1,16 +1,20 @@
 import { describe, expect, test } from 'vitest';
-import { linearWorkgroups } from '../gpu/kernel';
+import { linearWorkgroups, type KernelSpec } from '../gpu/kernel';
 import { expectClose, testRuntime } from '../testing/gpu';
 import { Rng } from '../util/random';
 import {
+  ADAMW_CHUNK,
+  GRAD_NORM_CHUNK,
   GRAD_STATUS_WORDS,
   adamw,
+  adamw4,
   adamwRef,
   clipScaleRef,
   gradNormRef,
   gradNormSquares,
   recordGradNorm,
   recordGradNormOf,
+  selectAdamw,
   type AdamWProblem,
   type GradNormProblem,
 } from './adamw';
@@ -91,11 +95,13 @@ describe('global gradient norm matches its float64 reference', () => {
   });
 
   test('2-D folded dispatch of the squares pass (per-dimension limit forced to 4)', async () => {
-    const dispatch = (p: GradNormProblem) => linearWorkgroups(p.n, 4096, { maxComputeWorkgroupsPerDimension: 4 } as GPUSupportedLimits);
-    expect(dispatch({ n: 40000 })).toEqual([4, 3, 1]); // 10 groups folded into 12; 2 write nothing
-    const grads = new Rng(9).float32(40000, -3, 3);
+    const dispatch = (p: GradNormProblem) =>
+      linearWorkgroups(p.n, GRAD_NORM_CHUNK, { maxComputeWorkgroupsPerDimension: 4 } as GPUSupportedLimits);
+    const n = 9 * GRAD_NORM_CHUNK + 123;
+    expect(dispatch({ n })).toEqual([4, 3, 1]); // 10 groups folded into 12; 2 write nothing
+    const grads = new Rng(9).float32(n, -3, 3);
     const { norm } = await gpuNorm(grads, { ...gradNormSquares, name: 'grad_norm_folded', dispatch });
-    expectClose([norm], [gradNormRef(grads, 40000)], normTol(40000), 'folded norm');
+    expectClose([norm], [gradNormRef(grads, n)], normTol(n), 'folded norm');
   });
 
   test.each([
@@ -103,8 +109,8 @@ describe('global gradient norm matches its float64 reference', () => {
     ['Inf', -Infinity, NaN],
     ['overflowing square', 3e19, Infinity],
   ])('a %s element sets the status and the norm', async (_, bad, want) => {
-    const grads = new Rng(2).float32(9000, -1, 1);
-    grads[5000] = bad; // in the second workgroup's chunk
+    const grads = new Rng(2).float32(GRAD_NORM_CHUNK + 9000, -1, 1);
+    grads[GRAD_NORM_CHUNK + 5000] = bad; // in the second workgroup's chunk
     const { norm, status } = await gpuNorm(grads);
     expect(norm).toBe(want);
     expect(status).toEqual([1, 1, 0, 0]);
@@ -134,6 +140,7 @@ async function runAdamW(
   ranges: { offset: number; n: number; weightDecay: number }[],
   maxNorm: number,
   stepGrads: Float32Array<ArrayBuffer>[],
+  spec: KernelSpec<AdamWProblem> = adamw,
 ): Promise<{ gpu: State; ref: Ref; init: Float32Array; status: number[] }> {
   const rt = await testRuntime();
   const init = new Rng(P + 1).float32(P, -1, 1);
@@ -146,7 +153,7 @@ async function runAdamW(
     status: rt.upload(new Uint32Array(GRAD_STATUS_WORDS), 'status'),
   };
   const ref: Ref = { param: Float64Array.from(init), m: new Float64Array(P), v: new Float64Array(P), gmax: 0 };
-  const kernel = await rt.compile(adamw);
+  const kernel = await rt.compile(spec);
   for (let s = 0; s < stepGrads.length; s++) {
     const grads = stepGrads[s]!;
     rt.device.queue.writeBuffer(bufs.grad, 0, grads);
@@ -203,6 +210,43 @@ describe('AdamW matches its float64 reference', () => {
   test.each([1, 1e6, 0])('3 steps, decayed and non-decayed ranges, maxNorm=%f', async (maxNorm) => {
     const { gpu, ref } = await runAdamW(P, split, maxNorm, randomGrads(P, 3, 40));
     expectState(gpu, ref, `maxNorm=${maxNorm}`);
+  });
+
+  test('2-D folded dispatch (per-dimension limit forced to 2): the folded groups past the range write nothing', async () => {
+    const dispatch = (p: AdamWProblem) => linearWorkgroups(p.n, ADAMW_CHUNK, { maxComputeWorkgroupsPerDimension: 2 } as GPUSupportedLimits);
+    expect(dispatch({ ...HYPER, offset: 0, n: P, step: 1, maxNorm: 1, weightDecay: 0 })).toEqual([2, 2, 1]); // 3 groups in 4
+    const spec = { ...adamw, name: 'adamw_folded', dispatch };
+    const { gpu, ref } = await runAdamW(P, [{ offset: 0, n: P, weightDecay: 0.1 }], 1, randomGrads(P, 2, 70), spec);
+    expectState(gpu, ref, 'folded');
+  });
+
+  test.each([1, 0])('adamw4 (ranges of multiples of 4), 3 steps, decayed and non-decayed ranges, maxNorm=%f', async (maxNorm) => {
+    const P4 = 3000;
+    const ranges = [
+      { offset: 0, n: 1000, weightDecay: 0.1 },
+      { offset: 1000, n: 2000, weightDecay: 0 },
+    ];
+    const { gpu, ref } = await runAdamW(P4, ranges, maxNorm, randomGrads(P4, 3, 80), adamw4);
+    expectState(gpu, ref, `adamw4 maxNorm=${maxNorm}`);
+  });
+
+  test('adamw4, 2-D folded dispatch (per-dimension limit forced to 2)', async () => {
+    const P4 = 2 * ADAMW_CHUNK * 4 + 400; // 3 groups of vec4s, folded into 4
+    const dispatch = (p: AdamWProblem) =>
+      linearWorkgroups(p.n / 4, ADAMW_CHUNK, { maxComputeWorkgroupsPerDimension: 2 } as GPUSupportedLimits);
+    expect(dispatch({ ...HYPER, offset: 0, n: P4, step: 1, maxNorm: 1, weightDecay: 0 })).toEqual([2, 2, 1]);
+    const spec = { ...adamw4, name: 'adamw4_folded', dispatch };
+    const { gpu, ref } = await runAdamW(P4, [{ offset: 0, n: P4, weightDecay: 0.1 }], 1, randomGrads(P4, 2, 90), spec);
+    expectState(gpu, ref, 'adamw4 folded');
+  });
+
+  test('selectAdamw takes adamw4 only for ranges of multiples of 4; adamw4 refuses others', () => {
+    expect(selectAdamw({ offset: 8, n: 12 }).name).toBe('adamw4');
+    expect(selectAdamw({ offset: 8, n: 13 }).name).toBe('adamw');
+    expect(selectAdamw({ offset: 6, n: 12 }).name).toBe('adamw');
+    expect(() => adamw4.uniforms!({ ...HYPER, offset: 6, n: 12, step: 1, maxNorm: 0, weightDecay: 0 })).toThrow(
+      /adamw4: offset=6 and n=12 must be multiples of 4/,
+    );
   });
 
   test('a sub-range leaves everything outside it untouched', async () => {

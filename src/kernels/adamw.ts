@@ -31,7 +31,12 @@ export interface GradNormProblem {
 }
 
 const WG = 256;
-const ITEMS = 16;
+const ITEMS = 64; // grad_norm: elements per invocation (fewer workgroups, fewer reduction barriers)
+/** Gradient elements one workgroup of the squares pass sums into one partial. */
+export const GRAD_NORM_CHUNK = WG * ITEMS;
+const ADAMW_ITEMS = 4; // adamw: elements per invocation (the norm and status read once)
+/** Parameters one workgroup of adamw updates. */
+export const ADAMW_CHUNK = WG * ADAMW_ITEMS;
 
 /** (N) -> (G) sums of squares; sets status[1] on a NaN/Inf element. */
 export const gradNormSquares: KernelSpec<GradNormProblem> = {
@@ -45,7 +50,7 @@ export const gradNormSquares: KernelSpec<GradNormProblem> = {
   ],
   workgroupSize: [WG],
   constants: { ITEMS },
-  dispatch: (p, limits) => linearWorkgroups(p.n, WG * ITEMS, limits),
+  dispatch: (p, limits) => linearWorkgroups(p.n, GRAD_NORM_CHUNK, limits),
   uniforms: (p) => new Uint32Array([p.n]),
 };
 
@@ -167,33 +172,50 @@ export interface AdamWProblem {
   maxNorm: number;
 }
 
+function adamwSpec(four: boolean): KernelSpec<AdamWProblem> {
+  const name = four ? 'adamw4' : 'adamw';
+  return {
+    name,
+    wgsl: adamwWgsl,
+    entryPoint: four ? 'main4' : 'main',
+    bindings: [
+      { name: 'param', kind: 'storage' }, // (P) f32
+      { name: 'grad', kind: 'read-only-storage' }, // (P) f32
+      { name: 'm', kind: 'storage' }, // (P) f32
+      { name: 'v', kind: 'storage' }, // (P) f32
+      { name: 'norm', kind: 'read-only-storage' }, // (1) f32, from recordGradNorm
+      { name: 'status', kind: 'read-only-storage' }, // (4) u32, from recordGradNorm
+      { name: 'opts', kind: 'uniform' },
+    ],
+    workgroupSize: [WG],
+    constants: { ITEMS: ADAMW_ITEMS },
+    dispatch: (p, limits) => linearWorkgroups(four ? p.n / 4 : p.n, ADAMW_CHUNK, limits),
+    uniforms: (p) => {
+      if (!Number.isInteger(p.step) || p.step < 1) throw new Error(`adamw: step must be a positive integer, got ${p.step}`);
+      if (!Number.isInteger(p.offset) || p.offset < 0 || !Number.isInteger(p.n) || p.n < 0)
+        throw new Error(`adamw: bad range offset=${p.offset} n=${p.n}`);
+      if (four && (p.offset % 4 !== 0 || p.n % 4 !== 0))
+        throw new Error(`adamw4: offset=${p.offset} and n=${p.n} must be multiples of 4 (use adamw)`);
+      const u = new DataView(new ArrayBuffer(48));
+      u.setUint32(0, p.offset, true);
+      u.setUint32(4, p.n, true);
+      const f = [p.lr, p.beta1, p.beta2, p.eps, p.weightDecay, 1 - p.beta1 ** p.step, 1 - p.beta2 ** p.step, p.maxNorm];
+      f.forEach((x, i) => u.setFloat32(8 + 4 * i, x, true));
+      return new Uint8Array(u.buffer);
+    },
+  };
+}
+
 /** One AdamW step over [offset, offset + n), clipping with the norm buffer; skipped when status[1] != 0. */
-export const adamw: KernelSpec<AdamWProblem> = {
-  name: 'adamw',
-  wgsl: adamwWgsl,
-  bindings: [
-    { name: 'param', kind: 'storage' }, // (P) f32
-    { name: 'grad', kind: 'read-only-storage' }, // (P) f32
-    { name: 'm', kind: 'storage' }, // (P) f32
-    { name: 'v', kind: 'storage' }, // (P) f32
-    { name: 'norm', kind: 'read-only-storage' }, // (1) f32, from recordGradNorm
-    { name: 'status', kind: 'read-only-storage' }, // (4) u32, from recordGradNorm
-    { name: 'opts', kind: 'uniform' },
-  ],
-  workgroupSize: [WG],
-  dispatch: (p, limits) => linearWorkgroups(p.n, WG, limits),
-  uniforms: (p) => {
-    if (!Number.isInteger(p.step) || p.step < 1) throw new Error(`adamw: step must be a positive integer, got ${p.step}`);
-    if (!Number.isInteger(p.offset) || p.offset < 0 || !Number.isInteger(p.n) || p.n < 0)
-      throw new Error(`adamw: bad range offset=${p.offset} n=${p.n}`);
-    const u = new DataView(new ArrayBuffer(48));
-    u.setUint32(0, p.offset, true);
-    u.setUint32(4, p.n, true);
-    const f = [p.lr, p.beta1, p.beta2, p.eps, p.weightDecay, 1 - p.beta1 ** p.step, 1 - p.beta2 ** p.step, p.maxNorm];
-    f.forEach((x, i) => u.setFloat32(8 + 4 * i, x, true));
-    return new Uint8Array(u.buffer);
-  },
-};
+export const adamw: KernelSpec<AdamWProblem> = adamwSpec(false);
+
+/** adamw four elements a load: offset and n multiples of 4. */
+export const adamw4: KernelSpec<AdamWProblem> = adamwSpec(true);
+
+/** adamw4 where the range allows it, else adamw. */
+export function selectAdamw(p: Pick<AdamWProblem, 'offset' | 'n'>): KernelSpec<AdamWProblem> {
+  return p.offset % 4 === 0 && p.n % 4 === 0 ? adamw4 : adamw;
+}
 
 /** float64 reference: the L2 norm of grads[0, n) (NaN/Inf when an element is). */
 export function gradNormRef(grads: ArrayLike<number>, n: number): number {

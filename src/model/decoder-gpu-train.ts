@@ -15,7 +15,7 @@
 import { rowWorkgroup, withConstants } from '../gpu/kernel';
 import type { DispatchTiming, Recorder } from '../gpu/recorder';
 import type { GpuRuntime } from '../gpu/runtime';
-import { adamw, GRAD_STATUS_WORDS, recordGradNormOf, STATUS_NONFINITE_NOW } from '../kernels/adamw';
+import { GRAD_STATUS_WORDS, selectAdamw, recordGradNormOf, STATUS_NONFINITE_NOW } from '../kernels/adamw';
 import { GQA_TRAIN_MAX_HS } from '../kernels/attention_gqa_train';
 import { crossEntropy } from '../kernels/crossentropy';
 import { logprobBackward, logprobForward } from '../kernels/logprob';
@@ -507,13 +507,13 @@ export class DecoderGpuTrainer {
 
   /** The global gradient norm, then AdamW on each trainable (clipped by that norm; skipped when it is not finite). */
   private async recordUpdate(rec: Recorder, borrowed: Borrowed): Promise<void> {
-    const opt = await this.rt.compile(adamw);
     borrowed.release.push(...(await this.recordNorm(rec)));
     const o = this.opt;
     const common = { lr: o.lr, beta1: o.beta1, beta2: o.beta2, eps: o.eps, step: this.step, maxNorm: o.gradClip, offset: 0 };
     for (const t of this.trainables) {
       const bind = { param: t.param, grad: t.grad, m: t.m, v: t.v, norm: this.norm, status: this.status };
-      rec.dispatch(opt, bind, { ...common, lr: trainableLr(o, t.plus), n: t.n, weightDecay: t.decay ? o.weightDecay : 0 });
+      const p = { ...common, lr: trainableLr(o, t.plus), n: t.n, weightDecay: t.decay ? o.weightDecay : 0 };
+      rec.dispatch(await this.rt.compile(selectAdamw(p)), bind, p);
     }
   }
 

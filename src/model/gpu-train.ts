@@ -8,7 +8,7 @@
 import { rowWorkgroup, withConstants } from '../gpu/kernel';
 import type { DispatchTiming, Recorder } from '../gpu/recorder';
 import type { CompiledKernel, GpuRuntime } from '../gpu/runtime';
-import { adamw, GRAD_STATUS_WORDS, recordGradNorm, STATUS_NONFINITE_NOW } from '../kernels/adamw';
+import { GRAD_STATUS_WORDS, selectAdamw, recordGradNorm, STATUS_NONFINITE_NOW } from '../kernels/adamw';
 import { crossEntropy } from '../kernels/crossentropy';
 import { logprobBackward, logprobForward, type LogprobProblem } from '../kernels/logprob';
 import { DTOK_FIELDS, packRollout, plane, planeStride, ppoLoss, PPO_STATS, type PpoLossProblem } from '../kernels/ppo_loss';
@@ -251,14 +251,16 @@ export class GpuTrainer {
   /** The global gradient norm (into `norm`, `status`) and AdamW over both slabs (decayed, then not). */
   private async recordUpdate(rec: Recorder, borrowed: Borrowed): Promise<void> {
     const { rt, model } = this;
-    const opt = await rt.compile(adamw);
     borrowed.release.push(...(await recordGradNorm(rt, rec, model.grads, model.table.total, this.norm, this.status)));
     const o = this.opt;
     const common = { lr: o.lr, beta1: o.beta1, beta2: o.beta2, eps: o.eps, step: this.step, maxNorm: o.gradClip };
     const bind = { param: model.params, grad: model.grads, m: this.m, v: this.v, norm: this.norm, status: this.status };
     const { decayEnd, total } = model.table;
-    rec.dispatch(opt, bind, { ...common, offset: 0, n: decayEnd, weightDecay: o.weightDecay });
-    rec.dispatch(opt, bind, { ...common, offset: decayEnd, n: total - decayEnd, weightDecay: 0 });
+    for (const p of [
+      { ...common, offset: 0, n: decayEnd, weightDecay: o.weightDecay },
+      { ...common, offset: decayEnd, n: total - decayEnd, weightDecay: 0 },
+    ])
+      rec.dispatch(await rt.compile(selectAdamw(p)), bind, p);
   }
 
   /** Submits, keeps the timings, and gives back what the recording borrowed. */
