@@ -200,7 +200,7 @@ fn direct4(@builtin(global_invocation_id) gid: vec3u) {
 // direct4a: direct4 with op(a) read four values a load as well, through a4 (binding 1 viewed as
 // vec4; only this entry point uses it). Needs lda and acol0 multiples of 4, and, for the four
 // values to be one aligned vec4, Q (dinp: four consecutive q of a row) or R (dweight, A_T: the
-// four rows r0..r0+3 at one q) a multiple of 4. The sum over q runs in the same order as direct4.
+// four rows r0..r0+3 at one q) a multiple of 4.
 @group(0) @binding(1) var<storage, read> a4: array<vec4f>;
 
 @compute @workgroup_size(WG_X, WG_Y)
@@ -237,13 +237,17 @@ fn direct4a(@builtin(global_invocation_id) gid: vec3u) {
       let x1 = a4[a1 + q4];
       let x2 = a4[a2 + q4];
       let x3 = a4[a3 + q4];
-      for (var t = 0u; t < 4u; t++) {
-        let b = bAt4((4u * q4 + t) * S4 + j);
-        acc[0] += x0[t] * b;
-        acc[1] += x1[t] * b;
-        acc[2] += x2[t] * b;
-        acc[3] += x3[t] * b;
-      }
+      // the four q of the vec4s, written out (constant component indices; SwiftShader does not
+      // unroll a loop over them)
+      let q = 4u * q4 * S4 + j;
+      let b0 = bAt4(q);
+      let b1 = bAt4(q + S4);
+      let b2 = bAt4(q + 2u * S4);
+      let b3 = bAt4(q + 3u * S4);
+      acc[0] += x0.x * b0 + x0.y * b1 + x0.z * b2 + x0.w * b3;
+      acc[1] += x1.x * b0 + x1.y * b1 + x1.z * b2 + x1.w * b3;
+      acc[2] += x2.x * b0 + x2.y * b1 + x2.z * b2 + x2.w * b3;
+      acc[3] += x3.x * b0 + x3.y * b1 + x3.z * b2 + x3.w * b3;
     }
   }
   for (var i = 0u; i < 4u; i++) {
