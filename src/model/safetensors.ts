@@ -9,7 +9,7 @@
  * `model.safetensors.index.json` (sharded checkpoints) maps each tensor to its shard file.
  */
 
-import { f16ToF32 } from '../util/half';
+import { bf16ToF32, f16ToF32 } from '../util/half';
 
 export type SafetensorsDtype = 'F32' | 'F16' | 'BF16';
 
@@ -114,14 +114,7 @@ function widen(buffer: Uint8Array, begin: number, count: number, dtype: Safetens
   const out = new Float32Array(count);
   if (dtype === 'F32') for (let i = 0; i < count; i++) out[i] = v.getFloat32(4 * i, true);
   else if (dtype === 'F16') for (let i = 0; i < count; i++) out[i] = f16ToF32(v.getUint16(2 * i, true));
-  else {
-    // bfloat16 is the top half of a float32
-    const word = new DataView(new ArrayBuffer(4));
-    for (let i = 0; i < count; i++) {
-      word.setUint32(0, v.getUint16(2 * i, true) << 16, true);
-      out[i] = word.getFloat32(0, true);
-    }
-  }
+  else for (let i = 0; i < count; i++) out[i] = bf16ToF32(v.getUint16(2 * i, true));
   return out;
 }
 
