@@ -39,6 +39,19 @@ struct Opts {
 override WG_X: u32 = 256;
 override ITEMS: u32 = 4;  // elements per invocation, WG_X apart (consecutive invocations, consecutive elements)
 
+// The invocation's first element (main) or vec4 (main4); its others follow WG_X apart.
+fn firstIndex(lid: u32, wid: vec3u, nwg: vec3u) -> u32 {
+  return (wid.x + wid.y * nwg.x) * WG_X * ITEMS + lid;
+}
+
+// min(1, maxNorm / (norm + 1e-6)), or 1 when clipping is off.
+fn clipScale() -> f32 {
+  if (opts.maxNorm > 0.0) {
+    return min(1.0, opts.maxNorm / (norm[0] + 1e-6));
+  }
+  return 1.0;
+}
+
 @compute @workgroup_size(WG_X)
 fn main(
   @builtin(local_invocation_index) lid: u32,
@@ -48,11 +61,8 @@ fn main(
   if (status[1] != 0u) {
     return;
   }
-  let base = (wid.x + wid.y * nwg.x) * WG_X * ITEMS + lid;
-  var scale = 1.0;
-  if (opts.maxNorm > 0.0) {
-    scale = min(1.0, opts.maxNorm / (norm[0] + 1e-6));
-  }
+  let base = firstIndex(lid, wid, nwg);
+  let scale = clipScale();
   for (var e = 0u; e < ITEMS; e++) {
     let i = base + e * WG_X;
     if (i >= opts.n) {
@@ -79,11 +89,8 @@ fn main4(
   if (status[1] != 0u) {
     return;
   }
-  let base = (wid.x + wid.y * nwg.x) * WG_X * ITEMS + lid;
-  var scale = 1.0;
-  if (opts.maxNorm > 0.0) {
-    scale = min(1.0, opts.maxNorm / (norm[0] + 1e-6));
-  }
+  let base = firstIndex(lid, wid, nwg);
+  let scale = clipScale();
   for (var e = 0u; e < ITEMS; e++) {
     let i = base + e * WG_X;
     if (i >= opts.n / 4u) {

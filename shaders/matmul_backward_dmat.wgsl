@@ -166,6 +166,15 @@ fn direct(@builtin(global_invocation_id) gid: vec3u) {
   }
 }
 
+// grad[r, 4j..4j+3] += v (S a multiple of 4): the four-wide direct kernels' store.
+fn addRow4(r: u32, j: u32, v: vec4f) {
+  let g = r * params.S + 4u * j;
+  grad[g] += v.x;
+  grad[g + 1u] += v.y;
+  grad[g + 2u] += v.z;
+  grad[g + 3u] += v.w;
+}
+
 // direct4: `direct` for S a multiple of 4, b read four contiguous elements a load (bAt4; the
 // appended reader is weightReader4, b bound as vec4 of f32 or vec2 of packed words).
 @compute @workgroup_size(WG_X, WG_Y)
@@ -188,11 +197,7 @@ fn direct4(@builtin(global_invocation_id) gid: vec3u) {
   }
   for (var i = 0u; i < 4u; i++) {
     if (r0 + i < R) {
-      let g = (r0 + i) * params.S + 4u * j;
-      grad[g] += acc[i].x;
-      grad[g + 1u] += acc[i].y;
-      grad[g + 2u] += acc[i].z;
-      grad[g + 3u] += acc[i].w;
+      addRow4(r0 + i, j, acc[i]);
     }
   }
 }
@@ -252,11 +257,7 @@ fn direct4a(@builtin(global_invocation_id) gid: vec3u) {
   }
   for (var i = 0u; i < 4u; i++) {
     if (r0 + i < R) {
-      let g = (r0 + i) * params.S + 4u * j;
-      grad[g] += acc[i].x;
-      grad[g + 1u] += acc[i].y;
-      grad[g + 2u] += acc[i].z;
-      grad[g + 3u] += acc[i].w;
+      addRow4(r0 + i, j, acc[i]);
     }
   }
 }
