@@ -4,7 +4,7 @@
  */
 import { describe, expect, test } from 'vitest';
 import type { KernelSpec } from '../gpu/kernel';
-import { expectClose, testRuntime } from '../testing/gpu';
+import { expectClose, testRuntime, testSubgroupLanes } from '../testing/gpu';
 import { Rng } from '../util/random';
 import {
   checkMatmulProblem,
@@ -15,13 +15,19 @@ import {
   matmulForwardFusedRef,
   matmulForwardNaive,
   matmulForwardRef,
+  matmulForwardSubgroup,
   matmulForwardTiled,
   matmulWorkgroup,
   recordMatmulForward,
   selectMatmulForward,
+  subgroupStrategy,
   type MatmulForwardVariant,
   type MatmulProblem,
 } from './matmul';
+import { subgroupForwardWgsl, subgroupTile } from './matmul_subgroup';
+
+/** The subgroup kernels' lanes on this adapter (lavapipe 8, SwiftShader 4); null: they cannot run here. */
+const LANES = await testSubgroupLanes();
 
 // f32 dot products of K <= 100 terms with |inp|, |weight| < 1 (|out| up to ~15): the rounding
 // error grows like sqrt(K) * 2^-24 * |terms| in practice (K * 2^-24 * sum|term| = 1.5e-4 at
@@ -113,6 +119,55 @@ describe('matmul forward matches its float64 reference', () => {
     [20, 33, 65, { bias: false, gelu: true, pre: false }], // 32-row tile
     [32, 1, 3, { bias: false, gelu: true, pre: false }], // 32-row tile
   ] as const)('selected tile, M=%i K=%i N=%i %o', (M, K, N, v) => runForward({ M, K, N }, v, null));
+});
+
+// The subgroup kernel at the adapter's own lanes, in each tile the selection makes (1, 2 and 4
+// row groups; the columns a lane as measured, and 1): M and N ragged against every tile (rows
+// and columns past them are clamped loads, never stores), K a multiple of 4 from 4 to 100.
+describe.skipIf(!LANES)('subgroup forward matches its float64 reference', () => {
+  const L = LANES!;
+  const cols = subgroupTile('forward', L, 1000).cols;
+  test.each([
+    [1, 4, 1, 1, cols],
+    [5, 8, 33, 1, cols],
+    [L + 3, 36, 70, 2, cols],
+    [4 * L + 5, 20, 17, 4, cols],
+    [33, 100, 65, 4, 1],
+    [64, 12, 2 * L * cols + 1, 2, 1],
+  ])('M=%i K=%i N=%i, tile %i row groups x %i columns a lane', (M, K, N, rows, c) =>
+    runForward({ M, K, N }, PLAIN, matmulForwardSubgroup(PLAIN, L, { rows, cols: c })),
+  );
+  test('bias+gelu+pre, M=37 K=36 N=67', () =>
+    runForward({ M: 37, K: 36, N: 67 }, FULL, matmulForwardSubgroup(FULL, L, subgroupTile('forward', L, 37))));
+  test('into a column block of a wider output, bias+gelu+pre (K 20)', () =>
+    runStrided(matmulForwardSubgroup(FULL, L, subgroupTile('forward', L, 5)), FULL, 20));
+  test('selected by its strategy where K is a multiple of 4, M=70 K=24 N=45', () => {
+    expect(selectMatmulForward({ M: 70, K: 24, N: 45 }, PLAIN, `subgroup${L}`).name).toBe(`matmul_forward_sg${L}_4x${cols}`);
+    return runForward({ M: 70, K: 24, N: 45 }, PLAIN, null);
+  });
+});
+
+test('subgroup tiles: fewer row groups for few rows; the strategy falls back to direct where K is not a multiple of 4', () => {
+  expect(subgroupTile('forward', 8, 64)).toEqual({ rows: 4, cols: 2 });
+  expect(subgroupTile('forward', 8, 32)).toEqual({ rows: 4, cols: 2 });
+  expect(subgroupTile('forward', 8, 31)).toEqual({ rows: 2, cols: 2 });
+  expect(subgroupTile('forward', 8, 16)).toEqual({ rows: 2, cols: 2 });
+  expect(subgroupTile('forward', 8, 15)).toEqual({ rows: 1, cols: 2 });
+  expect(subgroupTile('forward', 8, 1)).toEqual({ rows: 1, cols: 2 });
+  expect(subgroupTile('forward', 4, 16)).toEqual({ rows: 4, cols: 4 });
+  expect(subgroupTile('dmat', 8, 64)).toEqual({ rows: 2, cols: 1 });
+  expect(subgroupTile('dmat', 4, 7)).toEqual({ rows: 1, cols: 2 });
+  expect(selectMatmulForward({ M: 8, K: 8, N: 5 }, PLAIN, 'subgroup8').name).toBe('matmul_forward_sg8_1x2');
+  expect(selectMatmulForward({ M: 8, K: 8, N: 5 }, PLAIN, 'subgroup4', 'bf16').name).toBe('matmul_forward_sg4_2x4_bf16');
+  expect(selectMatmulForward({ M: 8, K: 6, N: 5 }, PLAIN, 'subgroup8').entryPoint).toBe('direct');
+  expect(selectMatmulForward({ M: 64, K: 8, N: 5 }, PLAIN, 'subgroup8').dispatch({ M: 64, K: 8, N: 33 }, {} as GPUSupportedLimits)).toEqual(
+    [3, 2, 1],
+  );
+  expect(() =>
+    matmulForwardSubgroup(PLAIN, 8, subgroupTile('forward', 8, 9)).dispatch({ M: 2, K: 6, N: 2 }, {} as GPUSupportedLimits),
+  ).toThrow(/K=6 is not a multiple of 4/);
+  expect(() => subgroupForwardWgsl(16, { rows: 1, cols: 1 })).toThrow(/16 lanes; written for 4, 8/);
+  expect(() => subgroupForwardWgsl(8, { rows: 0, cols: 1 })).toThrow(/rows must be an integer in 1..8, got 0/);
 });
 
 test('tile selection follows M', () => {
@@ -227,16 +282,22 @@ describe('matmul forward writes a column block of a wider output (ldo, col0)', (
   });
 });
 
-test('the default strategy: direct on a software adapter, tiled on a GPU; CODERL_MATMUL overrides it and is checked', async () => {
+test('the default strategy: subgroup or direct on a software adapter, tiled on a GPU; CODERL_MATMUL overrides it and is checked', async () => {
   const rt = await testRuntime();
   const saved = process.env.CODERL_MATMUL;
   try {
     delete process.env.CODERL_MATMUL;
-    expect(defaultMatmulStrategy(rt)).toBe(rt.adapterSummary.software ? 'direct' : 'tiled');
+    expect(subgroupStrategy(rt)).toBe(LANES ? `subgroup${LANES}` : null);
+    expect(defaultMatmulStrategy(rt)).toBe(rt.adapterSummary.software ? (LANES ? `subgroup${LANES}` : 'direct') : 'tiled');
     process.env.CODERL_MATMUL = 'tiled';
     expect(defaultMatmulStrategy(rt)).toBe('tiled');
+    process.env.CODERL_MATMUL = 'direct';
+    expect(defaultMatmulStrategy(rt)).toBe('direct');
+    // a subgroup strategy the adapter cannot run is refused with its subgroup sizes
+    process.env.CODERL_MATMUL = LANES === 4 ? 'subgroup8' : 'subgroup4';
+    expect(() => defaultMatmulStrategy(rt)).toThrow(/CODERL_MATMUL=subgroup\d: this adapter's subgroups are /);
     process.env.CODERL_MATMUL = 'fast';
-    expect(() => defaultMatmulStrategy(rt)).toThrow(/CODERL_MATMUL must be tiled, direct or naive, got 'fast'/);
+    expect(() => defaultMatmulStrategy(rt)).toThrow(/CODERL_MATMUL must be tiled, direct, naive, subgroup4, subgroup8, got 'fast'/);
   } finally {
     if (saved === undefined) delete process.env.CODERL_MATMUL;
     else process.env.CODERL_MATMUL = saved;

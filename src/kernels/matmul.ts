@@ -25,6 +25,7 @@
 import epilogue from '../../shaders/lib/matmul_epilogue.wgsl';
 import direct4Wgsl from '../../shaders/matmul_forward_direct4.wgsl';
 import forwardWgsl from '../../shaders/matmul_forward.wgsl';
+import { SUBGROUP_LANES, subgroupForwardWgsl, subgroupTile, type SubgroupLanes, type SubgroupTile } from './matmul_subgroup';
 
 const wgsl = epilogue + forwardWgsl;
 import type { KernelSpec, WorkgroupCount } from '../gpu/kernel';
@@ -58,23 +59,50 @@ export interface MatmulForwardVariant {
  * tiled: 4x4 outputs per thread, K in workgroup-memory slices (GPUs); direct: 4x4 contiguous
  * outputs per thread read straight from global memory, no barriers (software adapters, where a
  * barrier costs more than a cached load: 1.5-2.8x the tiled kernel on lavapipe and SwiftShader);
- * naive: one output per thread (the baseline).
+ * subgroup4 / subgroup8: direct's layout with the loads shared across a subgroup of 4 or 8 lanes
+ * by subgroupBroadcast (./matmul_subgroup.ts; software adapters whose subgroup size is fixed at
+ * that, where it falls back to direct for shapes it does not take); naive: one output per thread
+ * (the baseline).
  */
-export type MatmulStrategy = 'tiled' | 'direct' | 'naive';
+export type MatmulStrategy = 'tiled' | 'direct' | 'naive' | SubgroupStrategy;
+export type SubgroupStrategy = `subgroup${SubgroupLanes}`;
+
+const STRATEGIES: readonly MatmulStrategy[] = ['tiled', 'direct', 'naive', ...SUBGROUP_LANES.map((l) => `subgroup${l}` as const)];
+
+/** The lanes of a subgroup strategy, or null for the others. */
+export function subgroupLanes(s: MatmulStrategy): SubgroupLanes | null {
+  return s === 'subgroup4' ? 4 : s === 'subgroup8' ? 8 : null;
+}
 
 /**
- * The strategy for an adapter: direct on a software adapter, tiled on a GPU.
- * CODERL_MATMUL=tiled|direct|naive (Node) overrides it, to test a path on an adapter that would
- * not choose it.
+ * The subgroup strategy a runtime can run: it has the `subgroups` feature and a fixed subgroup
+ * size (adapter info's subgroupMinSize = subgroupMaxSize, so a workgroup of that many invocations
+ * is one subgroup) that the kernels are written for; null otherwise.
+ */
+export function subgroupStrategy(rt: GpuRuntime): SubgroupStrategy | null {
+  const { subgroupMinSize: min, subgroupMaxSize: max } = rt.adapterSummary;
+  if (!rt.hasFeature('subgroups') || min === undefined || min !== max) return null;
+  return (SUBGROUP_LANES as readonly number[]).includes(min) ? (`subgroup${min}` as SubgroupStrategy) : null;
+}
+
+/**
+ * The strategy for an adapter: on a software adapter the subgroup kernels where it can run them,
+ * else direct; tiled on a GPU. CODERL_MATMUL (Node) overrides it, to test a path on an adapter
+ * that would not choose it (a subgroup strategy only where the runtime can run it).
  */
 export function defaultMatmulStrategy(rt: GpuRuntime): MatmulStrategy {
   const forced = typeof process !== 'undefined' ? process.env?.CODERL_MATMUL : undefined;
   if (forced) {
-    if (forced !== 'tiled' && forced !== 'direct' && forced !== 'naive')
-      throw new Error(`CODERL_MATMUL must be tiled, direct or naive, got '${forced}'`);
-    return forced;
+    if (!(STRATEGIES as readonly string[]).includes(forced))
+      throw new Error(`CODERL_MATMUL must be ${STRATEGIES.join(', ')}, got '${forced}'`);
+    const s = forced as MatmulStrategy;
+    if (subgroupLanes(s) && subgroupStrategy(rt) !== s)
+      throw new Error(
+        `CODERL_MATMUL=${s}: this adapter's subgroups are ${rt.hasFeature('subgroups') ? `${rt.adapterSummary.subgroupMinSize ?? '?'}-${rt.adapterSummary.subgroupMaxSize ?? '?'} lanes` : 'not available'}`,
+      );
+    return s;
   }
-  return rt.adapterSummary.software ? 'direct' : 'tiled';
+  return rt.adapterSummary.software ? (subgroupStrategy(rt) ?? 'direct') : 'tiled';
 }
 
 /** Threads per workgroup (x: columns N, y: rows M); the tiled kernel's tile is 4x that. */
@@ -124,7 +152,8 @@ function variantConstants(v: MatmulForwardVariant): Record<string, number> {
 
 /**
  * The spec of a forward kernel in which each thread computes a `per` x `per` block of out, so a
- * workgroup [wx, wy] covers (per * wy) x (per * wx) outputs; `needsK4`: K must be a multiple of 4.
+ * workgroup [wx, wy] covers (per * wy) x (per * wx) outputs (or, with `tile`, [columns, rows] a
+ * workgroup); `needsK4`: K must be a multiple of 4.
  */
 function forwardSpec(
   name: string,
@@ -132,20 +161,21 @@ function forwardSpec(
   entryPoint: string,
   per: number,
   v: MatmulForwardVariant,
-  [wx, wy]: MatmulWorkgroup,
+  wg: MatmulWorkgroup | readonly [number],
   needsK4 = false,
+  tile: readonly [number, number] = [per * wg[0], per * (wg[1] ?? 1)],
 ): KernelSpec<MatmulProblem> {
   return {
     name,
     wgsl: source,
     entryPoint,
     bindings: MATMUL_BINDINGS,
-    workgroupSize: [wx, wy],
+    workgroupSize: wg,
     constants: variantConstants(v),
     dispatch: (p) => {
       checkMatmulOutput(p, name);
       if (needsK4 && p.K % 4 !== 0) throw new Error(`${name}: K=${p.K} is not a multiple of 4 (use matmul_forward_direct)`);
-      return [Math.ceil(p.N / (per * wx)), Math.ceil(p.M / (per * wy)), 1] satisfies WorkgroupCount;
+      return [Math.ceil(p.N / tile[0]), Math.ceil(p.M / tile[1]), 1] satisfies WorkgroupCount;
     },
     uniforms: matmulUniforms,
   };
@@ -182,6 +212,22 @@ export function matmulForwardDirect4(
   return forwardSpec(name, epilogue + direct4Wgsl + weightReader4('weight', 3, format), 'main', 4, v, wg, true);
 }
 
+/**
+ * The subgroup kernel (./matmul_subgroup.ts) for K a multiple of 4: a workgroup is one subgroup
+ * of `lanes` invocations (the adapter's fixed subgroup size, or it computes garbage) owning
+ * tile.rows * lanes rows and tile.cols * lanes columns.
+ */
+export function matmulForwardSubgroup(
+  v: MatmulForwardVariant,
+  lanes: SubgroupLanes,
+  tile: SubgroupTile,
+  format: WeightFormat = 'f32',
+): KernelSpec<MatmulProblem> {
+  const name = formatName(`matmul_forward_sg${lanes}_${tile.rows}x${tile.cols}`, format);
+  const source = 'enable subgroups;\n' + epilogue + subgroupForwardWgsl(lanes, tile) + weightReader4('weight', 3, format);
+  return forwardSpec(name, source, 'main', 1, v, [lanes], true, [lanes * tile.cols, lanes * tile.rows]);
+}
+
 /** Naive kernel: one output per thread, workgroups of 16 x 16 outputs; the weight stored in `format`. */
 export function matmulForwardNaive(
   v: MatmulForwardVariant,
@@ -210,7 +256,9 @@ export function selectMatmulForward(
   format: WeightFormat = 'f32',
 ): KernelSpec<MatmulProblem> {
   if (strategy === 'naive') return matmulForwardNaive(v, [16, 16], format);
-  if (strategy === 'direct')
+  const lanes = subgroupLanes(strategy);
+  if (lanes && p.K % 4 === 0) return matmulForwardSubgroup(v, lanes, subgroupTile('forward', lanes, p.M), format);
+  if (strategy === 'direct' || lanes)
     return p.K % 4 === 0 ? matmulForwardDirect4(v, matmulWorkgroup(p), format) : matmulForwardDirect(v, matmulWorkgroup(p), format);
   return matmulForwardTiled(v, matmulWorkgroup(p), format);
 }

@@ -5,10 +5,21 @@
  */
 import { describe, expect, test } from 'vitest';
 import type { KernelSpec } from '../gpu/kernel';
-import { expectClose, testRuntime } from '../testing/gpu';
+import { expectClose, testRuntime, testSubgroupLanes } from '../testing/gpu';
 import { Rng } from '../util/random';
 import { matmulBackwardRef, matmulForwardRef, type MatmulProblem } from './matmul';
-import { matmulBackwardBias, matmulBackwardInp, matmulBackwardWeight, recordMatmulBackward, selectMatmulBackward } from './matmul_backward';
+import {
+  matmulBackwardBias,
+  matmulBackwardInp,
+  matmulBackwardSubgroup,
+  matmulBackwardWeight,
+  recordMatmulBackward,
+  selectMatmulBackward,
+} from './matmul_backward';
+import { subgroupTile } from './matmul_subgroup';
+
+/** The subgroup kernels' lanes on this adapter (lavapipe 8, SwiftShader 4); null: they cannot run here. */
+const LANES = await testSubgroupLanes();
 import { centralDiff } from '../testing/finite-diff';
 
 // As the forward: f32 sums of <= 100 products of values in [-1, 1] (over N for dinp, over M for
@@ -99,6 +110,46 @@ describe('matmul backward accumulates its float64 reference', () => {
   test('dbias over more rows than lanes, M=300 K=1 N=45', () => runBackward({ M: 300, K: 1, N: 45 }, NAIVE, true));
 });
 
+// The subgroup products at the adapter's own lanes, in 1, 2 and 4 row groups and 1 or 2 column
+// quads a lane: M ragged (dinp's rows past M and dweight's reduction tail of M % 4 rows), N
+// ragged for dweight (its rows; dinp then runs direct4, which takes any N).
+describe.skipIf(!LANES)('subgroup backward accumulates its float64 reference', () => {
+  const L = LANES!;
+  const sg = (rows: number, cols: number, dinp = true) => ({
+    dinp: dinp ? matmulBackwardSubgroup('dinp', L, { rows, cols }) : matmulBackwardInp('direct4'),
+    dweight: matmulBackwardSubgroup('dweight', L, { rows, cols }),
+  });
+  test.each([
+    [1, 4, 4, 1, 1],
+    [7, 8, 32, 1, 2],
+    [2 * L + 1, 16, 8, 2, 1],
+    [65, 20, 68, 4, 1],
+    [33, 36, 4, 1, 1],
+    [100, 64, 96, 2, 2],
+  ])('dinp and dweight with dbias, M=%i K=%i N=%i, tile %i row groups x %i column quads a lane', (M, K, N, rows, cols) =>
+    runBackward({ M, K, N }, sg(rows, cols), true),
+  );
+  test.each([
+    [37, 12, 70, 4],
+    [6, 8, 5, 1],
+  ])('dweight of ragged N (dinp direct4), M=%i K=%i N=%i, %i row groups', (M, K, N, rows) =>
+    runBackward({ M, K, N }, sg(rows, 1, false), false),
+  );
+  test('selected by its strategy where the shape allows, else direct', () => {
+    const s = `subgroup${L}` as const;
+    const t = subgroupTile('dmat', L, 64);
+    expect(selectMatmulBackward({ M: 64, K: 8, N: 12 }, s).dinp.name).toBe(`matmul_backward_dinp_sg${L}_${t.rows}x${t.cols}`);
+    expect(selectMatmulBackward({ M: 64, K: 8, N: 13 }, s).dinp.name).toBe('matmul_backward_dinp_direct4');
+    expect(selectMatmulBackward({ M: 64, K: 8, N: 13 }, s).dweight.name).toMatch(new RegExp(`^matmul_backward_dweight_sg${L}_`));
+    expect(selectMatmulBackward({ M: 64, K: 9, N: 12 }, s).dweight.name).toBe('matmul_backward_dweight_direct');
+    expect(selectMatmulBackward({ M: 64, K: 8, N: 12 }, s, 'f16').dinp.name).toMatch(/_sg\d_\dx\d_f16$/);
+    expect(() => matmulBackwardSubgroup('dinp', L, t).uniforms!({ M: 5, K: 8, N: 12, ldo: 22, col0: 8 })).toThrow(/ldo=22.*multiples of 4/);
+    expect(() => matmulBackwardSubgroup('dweight', L, t).uniforms!({ M: 5, K: 6, N: 12 })).toThrow(/K=6 is not a multiple of 4/);
+    expect(() => matmulBackwardSubgroup('dweight', L, t, 'bf16')).toThrow(/only dinp reads a packed weight/);
+    return runBackward({ M: 70, K: 24, N: 44 }, 'selected', true);
+  });
+});
+
 test('direct selects direct4a where K, N, ldo and col0 are multiples of 4, else direct4 where K is, else direct', () => {
   const pick = (p: MatmulProblem): string => selectMatmulBackward(p, 'direct').dinp.name;
   expect(pick({ M: 5, K: 8, N: 12 })).toBe('matmul_backward_dinp_direct4a');
@@ -163,6 +214,7 @@ describe('matmul backward reads a column block of a wider dout', () => {
     ['direct', false],
     ['naive', false],
     ['direct', true],
+    ...(LANES ? [[`subgroup${LANES}` as const, true] as const] : []),
   ] as const)('%s: two chunks of about 70 columns, and a frozen weight (aligned for direct4a: %s)', async (strategy, aligned) => {
     const rt = await testRuntime();
     const [M, K, V] = aligned ? [37, 20, 72] : [37, 19, 70];
@@ -176,8 +228,8 @@ describe('matmul backward reads a column block of a wider dout', () => {
           [0, 41],
           [41, 29],
         ]; // [col0, N]
-    if (aligned) expect(selectMatmulBackward({ M, K, N: 32, ldo, col0: 40 }, strategy).dinp.name).toMatch(/direct4a$/);
-    const rng = new Rng(ldo + ['tiled', 'direct', 'naive'].indexOf(strategy));
+    if (aligned) expect(selectMatmulBackward({ M, K, N: 32, ldo, col0: 40 }, strategy).dinp.name).toMatch(/direct4a$|_sg\d_\dx\d$/);
+    const rng = new Rng(ldo + ['tiled', 'direct', 'naive', 'subgroup4', 'subgroup8'].indexOf(strategy));
     const dlogits = rng.float32(M * ldo);
     for (let m = 0; m < M; m++) dlogits.fill(1e6, m * ldo + V, (m + 1) * ldo);
     const inp = rng.float32(M * K);

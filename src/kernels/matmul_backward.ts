@@ -30,10 +30,12 @@ import {
   checkMatmulProblem,
   defaultMatmulStrategy,
   matmulWorkgroup,
+  subgroupLanes,
   type MatmulProblem,
   type MatmulStrategy,
   type MatmulWorkgroup,
 } from './matmul';
+import { subgroupDmatWgsl, subgroupTile, type SubgroupLanes, type SubgroupTile } from './matmul_subgroup';
 import { formatName, weightReader, weightReader4, type WeightFormat } from './weight_format';
 
 /** The float64 reference lives beside the forward one (src/model/cpu.ts imports both from ./matmul). */
@@ -58,47 +60,95 @@ function fitsDirect4a(p: MatmulProblem): boolean {
   return [p.K, p.N, p.ldo ?? p.N, p.col0 ?? 0].every((x) => x % 4 === 0);
 }
 
+function dmatBindings(grad: MatmulGrad): KernelSpec<MatmulProblem>['bindings'] {
+  return grad === 'dinp'
+    ? [
+        { name: 'dinp', kind: 'storage' }, // (M, K), accumulated
+        { name: 'dout', kind: 'read-only-storage' }, // (M, ldo), columns [col0, col0 + N)
+        { name: 'weight', kind: 'read-only-storage' }, // (N, K)
+        { name: 'params', kind: 'uniform' },
+      ]
+    : [
+        { name: 'dweight', kind: 'storage' }, // (N, K), accumulated
+        { name: 'dout', kind: 'read-only-storage' }, // (M, ldo), columns [col0, col0 + N), read transposed
+        { name: 'inp', kind: 'read-only-storage' }, // (M, K)
+        { name: 'params', kind: 'uniform' },
+      ];
+}
+
+/** The shader's Params for p, after `check` (a kernel's shape requirements) passes. */
+function dmatUniforms(grad: MatmulGrad, check: (p: MatmulProblem) => void): (p: MatmulProblem) => Uint32Array<ArrayBuffer> {
+  return (p) => {
+    checkMatmulOutput(p, `matmul_backward_${grad}`);
+    check(p);
+    const d = dims(p, grad);
+    return new Uint32Array([d.R, d.Q, d.S, p.ldo ?? p.N, p.col0 ?? 0]);
+  };
+}
+
+function checkPacked(grad: MatmulGrad, format: WeightFormat): void {
+  if (grad === 'dweight' && format !== 'f32')
+    throw new Error('matmul_backward_dweight: its b is the f32 input; only dinp reads a packed weight');
+}
+
+function direct4aRefusal(grad: MatmulGrad, kernel: string, p: MatmulProblem): string {
+  return (
+    `matmul_backward_${grad}_${kernel}: K=${p.K}, N=${p.N}, ldo=${p.ldo ?? p.N}, col0=${p.col0 ?? 0} must all be ` +
+    'multiples of 4 (use direct4 or direct)'
+  );
+}
+
 function dmatSpec(grad: MatmulGrad, strategy: DmatKernel, wg: MatmulWorkgroup, format: WeightFormat): KernelSpec<MatmulProblem> {
   const [wx, wy] = wg;
   const per = strategy === 'naive' ? 1 : 4; // outputs per thread along each axis
-  if (grad === 'dweight' && format !== 'f32')
-    throw new Error('matmul_backward_dweight: its b is the f32 input; only dinp reads a packed weight');
+  checkPacked(grad, format);
+  if (subgroupLanes(strategy as MatmulStrategy)) throw new Error(`matmul_backward_${grad}: ${strategy} is matmulBackwardSubgroup's`);
   return {
     name: formatName(`matmul_backward_${grad}_${strategy}`, format),
     wgsl: dmatWgsl + (strategy === 'direct4' || strategy === 'direct4a' ? weightReader4 : weightReader)('b', 2, format),
     entryPoint: strategy === 'tiled' ? 'main' : strategy,
-    bindings:
-      grad === 'dinp'
-        ? [
-            { name: 'dinp', kind: 'storage' }, // (M, K), accumulated
-            { name: 'dout', kind: 'read-only-storage' }, // (M, ldo), columns [col0, col0 + N)
-            { name: 'weight', kind: 'read-only-storage' }, // (N, K)
-            { name: 'params', kind: 'uniform' },
-          ]
-        : [
-            { name: 'dweight', kind: 'storage' }, // (N, K), accumulated
-            { name: 'dout', kind: 'read-only-storage' }, // (M, ldo), columns [col0, col0 + N), read transposed
-            { name: 'inp', kind: 'read-only-storage' }, // (M, K)
-            { name: 'params', kind: 'uniform' },
-          ],
+    bindings: dmatBindings(grad),
     workgroupSize: [wx, wy],
     constants: { A_T: grad === 'dweight' ? 1 : 0 },
     dispatch: (p) => {
       const d = dims(p, grad);
       return [Math.ceil(d.S / (per * wx)), Math.ceil(d.R / (per * wy)), 1] satisfies WorkgroupCount;
     },
-    uniforms: (p) => {
-      checkMatmulOutput(p, `matmul_backward_${grad}`);
+    uniforms: dmatUniforms(grad, (p) => {
+      if (strategy === 'direct4' && p.K % 4 !== 0)
+        throw new Error(`matmul_backward_${grad}_direct4: K=${p.K} is not a multiple of 4 (use the direct kernel)`);
+      if (strategy === 'direct4a' && !fitsDirect4a(p)) throw new Error(direct4aRefusal(grad, strategy, p));
+    }),
+  };
+}
+
+/**
+ * The subgroup kernel of one product (./matmul_subgroup.ts): a workgroup is one subgroup of
+ * `lanes` invocations (the adapter's fixed subgroup size) owning tile.rows * lanes rows and
+ * tile.cols * lanes * 4 columns of the gradient. K a multiple of 4; dinp also N, ldo and col0
+ * (dout read four values a load), dweight any M.
+ */
+export function matmulBackwardSubgroup(
+  grad: MatmulGrad,
+  lanes: SubgroupLanes,
+  tile: SubgroupTile,
+  format: WeightFormat = 'f32',
+): KernelSpec<MatmulProblem> {
+  checkPacked(grad, format);
+  const kernel = `sg${lanes}_${tile.rows}x${tile.cols}`;
+  return {
+    name: formatName(`matmul_backward_${grad}_${kernel}`, format),
+    wgsl: 'enable subgroups;\n' + subgroupDmatWgsl(lanes, tile, grad === 'dweight') + weightReader4('b', 2, format),
+    bindings: dmatBindings(grad),
+    workgroupSize: [lanes],
+    dispatch: (p) => {
       const d = dims(p, grad);
-      if (strategy === 'direct4' && d.S % 4 !== 0)
-        throw new Error(`matmul_backward_${grad}_direct4: K=${d.S} is not a multiple of 4 (use the direct kernel)`);
-      if (strategy === 'direct4a' && !fitsDirect4a(p))
-        throw new Error(
-          `matmul_backward_${grad}_direct4a: K=${p.K}, N=${p.N}, ldo=${p.ldo ?? p.N}, col0=${p.col0 ?? 0} must all be ` +
-            'multiples of 4 (use direct4 or direct)',
-        );
-      return new Uint32Array([d.R, d.Q, d.S, p.ldo ?? p.N, p.col0 ?? 0]);
+      return [Math.ceil(d.S / (4 * lanes * tile.cols)), Math.ceil(d.R / (lanes * tile.rows)), 1] satisfies WorkgroupCount;
     },
+    uniforms: dmatUniforms(grad, (p) => {
+      if (grad === 'dinp' && !fitsDirect4a(p)) throw new Error(direct4aRefusal(grad, kernel, p));
+      if (p.K % 4 !== 0) throw new Error(`matmul_backward_${grad}_${kernel}: K=${p.K} is not a multiple of 4 (use the direct kernel)`);
+    }),
   };
 }
 
@@ -135,7 +185,8 @@ export const matmulBackwardBias: KernelSpec<MatmulProblem> = {
 /**
  * Kernel selection for the two products: tiled with the row count of the product picking the
  * tile (as the forward does), naive, or direct: direct4a where the shape allows, else direct4
- * where K does, else direct.
+ * where K does, else direct. A subgroup strategy runs matmulBackwardSubgroup where the product
+ * allows it (dinp: K, N, ldo, col0 multiples of 4; dweight: K) and falls back to direct's choice.
  */
 export function selectMatmulBackward(
   p: MatmulProblem,
@@ -143,10 +194,17 @@ export function selectMatmulBackward(
   format: WeightFormat = 'f32',
 ): { dinp: KernelSpec<MatmulProblem>; dweight: KernelSpec<MatmulProblem> } {
   if (strategy === 'naive') return { dinp: matmulBackwardInp('naive', [16, 16], format), dweight: matmulBackwardWeight('naive') };
-  const kernel: DmatKernel = strategy !== 'direct' ? strategy : fitsDirect4a(p) ? 'direct4a' : p.K % 4 === 0 ? 'direct4' : 'direct';
+  const lanes = subgroupLanes(strategy);
+  const kernel: DmatKernel = strategy === 'tiled' ? strategy : fitsDirect4a(p) ? 'direct4a' : p.K % 4 === 0 ? 'direct4' : 'direct';
   return {
-    dinp: matmulBackwardInp(kernel, matmulWorkgroup({ M: p.M, K: p.N, N: p.K }), format),
-    dweight: matmulBackwardWeight(kernel, matmulWorkgroup({ M: p.N, K: p.M, N: p.K })),
+    dinp:
+      lanes && fitsDirect4a(p)
+        ? matmulBackwardSubgroup('dinp', lanes, subgroupTile('dmat', lanes, p.M), format)
+        : matmulBackwardInp(kernel, matmulWorkgroup({ M: p.M, K: p.N, N: p.K }), format),
+    dweight:
+      lanes && p.K % 4 === 0
+        ? matmulBackwardSubgroup('dweight', lanes, subgroupTile('dmat', lanes, p.N))
+        : matmulBackwardWeight(kernel, matmulWorkgroup({ M: p.N, K: p.M, N: p.K })),
   };
 }
 

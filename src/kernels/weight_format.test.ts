@@ -8,7 +8,7 @@
  * Shape legend: M rows (= BT), K inner (= C), N output columns (= OC); N ids, C channels.
  */
 import { describe, expect, test } from 'vitest';
-import { expectClose, testRuntime } from '../testing/gpu';
+import { expectClose, testRuntime, testSubgroupLanes } from '../testing/gpu';
 import { Rng } from '../util/random';
 import { gatherRowChunks, gatherRowsFor, gatherRowsRef } from './gather_rows';
 import {
@@ -18,18 +18,22 @@ import {
   matmulForwardDirect,
   matmulForwardDirect4,
   matmulForwardNaive,
+  matmulForwardSubgroup,
   matmulForwardTiled,
   recordMatmulForward,
   type MatmulForwardVariant,
   type MatmulProblem,
 } from './matmul';
-import { matmulBackwardInp, recordMatmulBackward } from './matmul_backward';
+import { matmulBackwardInp, matmulBackwardSubgroup, recordMatmulBackward } from './matmul_backward';
+import { subgroupTile } from './matmul_subgroup';
 import { packWeights, roundWeights, unpackWeights, weightBytes, weightReader, type WeightFormat } from './weight_format';
 
 // As matmul.test.ts: f32 sums of at most ~100 products of |x| < 1, against float64 sums of the
 // same (already rounded) weights. A wrong half of a word, or a bf16 read as f16, is off by O(1).
 const TOL = { atol: 1e-5, rtol: 1e-4 };
 const FORMATS = ['f16', 'bf16'] as const;
+/** The subgroup kernels' lanes on this adapter; null: they cannot run here (their rows are left out). */
+const LANES = await testSubgroupLanes();
 
 /** Random weights with a spread of magnitudes (subnormal-small to ~8), rounded to `format`. */
 function weights(rng: Rng, n: number, format: 'f16' | 'bf16'): { words: Uint32Array<ArrayBuffer>; values: Float32Array } {
@@ -46,6 +50,12 @@ describe.each(FORMATS)('%s weights', (format) => {
     ['direct', { bias: true, gelu: true, pre: true }, 66, 35, 71],
     ['direct4', { bias: true, gelu: false, pre: false }, 66, 36, 71],
     ['direct4', { bias: false, gelu: true, pre: true }, 3, 4, 5],
+    ...(LANES
+      ? ([
+          ['subgroup', { bias: true, gelu: false, pre: false }, 66, 36, 71],
+          ['subgroup', { bias: false, gelu: true, pre: true }, 3, 4, 5],
+        ] as const)
+      : []),
   ] as const)('matmul forward %s %o M=%i K=%i N=%i', async (kind, v: MatmulForwardVariant, M, K, N) => {
     const rt = await testRuntime();
     const rng = new Rng(M + K * 31 + N * 977);
@@ -67,7 +77,9 @@ describe.each(FORMATS)('%s weights', (format) => {
           ? matmulForwardDirect(v, [16, 16], format)
           : kind === 'direct4'
             ? matmulForwardDirect4(v, [16, 16], format)
-            : matmulForwardNaive(v, [16, 16], format);
+            : kind === 'subgroup'
+              ? matmulForwardSubgroup(v, LANES!, subgroupTile('forward', LANES!, M), format)
+              : matmulForwardNaive(v, [16, 16], format);
     const rec = rt.record('packed matmul');
     rec.dispatch(await rt.compile(spec), matmulForwardBindings(rt, bufs), { M, K, N });
     const out = rec.read(bufs.out);
@@ -116,6 +128,7 @@ describe.each(FORMATS)('%s weights', (format) => {
     ['direct4', 33, 20, 9],
     ['direct4a', 33, 20, 12],
     ['selected', 3, 17, 65],
+    ...(LANES ? ([['subgroup', 33, 20, 12]] as const) : []),
   ] as const)('matmul backward dinp %s M=%i K=%i N=%i, accumulating', async (kind, M, K, N) => {
     const rt = await testRuntime();
     const rng = new Rng(M * 7 + K * 13 + N);
@@ -129,7 +142,11 @@ describe.each(FORMATS)('%s weights', (format) => {
       const inp = rt.storage(M * K * 4, 'inp (unread)');
       await recordMatmulBackward(rt, rec, { ...bufs, inp, dweight: null, weightFormat: format }, p);
     } else {
-      rec.dispatch(await rt.compile(matmulBackwardInp(kind, [16, 16], format)), bufs, p);
+      const spec =
+        kind === 'subgroup'
+          ? matmulBackwardSubgroup('dinp', LANES!, subgroupTile('dmat', LANES!, M), format)
+          : matmulBackwardInp(kind, [16, 16], format);
+      rec.dispatch(await rt.compile(spec), bufs, p);
     }
     const got = rec.read(bufs.dinp);
     await rec.submit();

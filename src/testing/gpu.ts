@@ -1,6 +1,8 @@
 /** Test helpers: a shared Node runtime per test file, and a tolerance check with a readable failure. */
 import { nodeProvider } from '../gpu/node';
 import { GpuRuntime } from '../gpu/runtime';
+import { subgroupLanes, subgroupStrategy } from '../kernels/matmul';
+import type { SubgroupLanes } from '../kernels/matmul_subgroup';
 import { compareArrays, describeComparison, type Tolerance } from '../util/compare';
 
 let shared: Promise<GpuRuntime> | null = null;
@@ -12,6 +14,15 @@ export function testRuntime(): Promise<GpuRuntime> {
 }
 
 /** A fresh runtime of its own (for tests that lose or dispose the device). */
+/**
+ * The lanes of the subgroup matmul kernels the test runtime runs (lavapipe 8, SwiftShader 4), or
+ * null where it cannot (no subgroups feature, or no fixed size they are written for).
+ */
+export async function testSubgroupLanes(): Promise<SubgroupLanes | null> {
+  const s = subgroupStrategy(await testRuntime());
+  return s ? subgroupLanes(s) : null;
+}
+
 export async function freshRuntime(): Promise<GpuRuntime> {
   return GpuRuntime.create(await nodeProvider());
 }
