@@ -39,6 +39,12 @@ describe('the lab in Chromium with WebGPU', () => {
     await expect.poll(editorText).toContain('y[i] = params.a * x[i] + y[i]');
     await page.getByRole('button', { name: 'reduce_sum' }).click();
     await expect.poll(editorText).toContain('workgroupBarrier()');
+    // the matmul check shows the kernel this adapter's strategy compiled (SwiftShader in Chromium: the generated subgroup one)
+    const matmulCheck = page.getByRole('button', { name: /^matmul / });
+    const matmulName = (await matmulCheck.textContent()) ?? '';
+    await matmulCheck.click();
+    await expect.poll(editorText).toContain(matmulName.includes('subgroup') ? 'enable subgroups;' : 'struct Params');
+    await screenshot('app-matmul-kernel');
     await screenshot('app-kernel-view');
 
     // a panel unfolds and folds from its heading, by keyboard too, and stays as the user left it across a reload

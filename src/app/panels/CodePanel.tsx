@@ -1,6 +1,7 @@
-import { lazy, Suspense, useEffect } from 'react';
+import { lazy, Suspense, useEffect, useMemo } from 'react';
 import { reduceSumPass } from '../../kernels/reduce_sum';
 import { saxpy } from '../../kernels/saxpy';
+import { matmulCheckStrategy, selfCheckMatmulSpec } from '../../kernels/selfcheck';
 import { useLab } from '../../store';
 import { sideKey } from '../../lab/compare';
 import { RolloutCompare } from './RolloutCompare';
@@ -14,12 +15,26 @@ const KERNELS: Record<string, { file: string; wgsl: string }> = {
   reduce_sum: { file: 'shaders/reduce_sum.wgsl', wgsl: reduceSumPass.wgsl },
 };
 
+/** KERNELS and the matmul the device's self-check ran (its strategy's kernel, as compiled: a subgroup one is generated). */
+function checkKernels(names: readonly string[]): Record<string, { file: string; wgsl: string }> {
+  const out = { ...KERNELS };
+  for (const name of names) {
+    const strategy = matmulCheckStrategy(name);
+    if (!strategy) continue;
+    const spec = selfCheckMatmulSpec(strategy);
+    out[name] = { file: `${spec.name} (as compiled)`, wgsl: spec.wgsl };
+  }
+  return out;
+}
+
 export function CodePanel() {
   const tab = useLab((s) => s.ui.codeTab);
   const kernel = useLab((s) => s.ui.kernel);
   const setTab = useLab((s) => s.setCodeTab);
   const showKernel = useLab((s) => s.showKernel);
-  const k = KERNELS[kernel] ?? KERNELS.saxpy!;
+  const checkNames = useLab((s) => s.gpu.selfCheck?.checks.map((c) => c.name).join('\n') ?? '');
+  const kernels = useMemo(() => checkKernels(checkNames ? checkNames.split('\n') : []), [checkNames]);
+  const k = kernels[kernel] ?? KERNELS.saxpy!;
   // selecting a rollout (in the rollout browser) brings its view forward
   const selected = useLab((s) =>
     s.rollouts.selected === null ? null : `${s.rollouts.run}/${s.rollouts.iteration}/${s.rollouts.selected}`,
@@ -47,7 +62,7 @@ export function CodePanel() {
         </button>
         {tab === 'kernels' && (
           <select aria-label="Kernel" value={kernel} onChange={(e) => showKernel(e.target.value)}>
-            {Object.entries(KERNELS).map(([name, v]) => (
+            {Object.entries(kernels).map(([name, v]) => (
               <option key={name} value={name}>
                 {v.file}
               </option>
