@@ -8,7 +8,7 @@ import type { GpuRuntime } from '../gpu/runtime';
 import { attentionDecode, attentionForward, kvWrite, recordAttentionBackward } from '../kernels/attention';
 import { embeddingForward, recordEmbeddingBackward } from '../kernels/embedding';
 import { layernormForward, layernormWorkgroup, recordLayernormBackward } from '../kernels/layernorm';
-import { recordMatmulForward, type MatmulStrategy } from '../kernels/matmul';
+import { defaultMatmulStrategy, recordMatmulForward, type MatmulStrategy } from '../kernels/matmul';
 import { recordMatmulBackward } from '../kernels/matmul_backward';
 import { geluBackward } from '../kernels/gelu';
 import { residualForward } from '../kernels/residual';
@@ -39,7 +39,7 @@ export class GpuModel {
   readonly params: GPUBuffer; // (P) laid out by `table`
   readonly grads: GPUBuffer; // (P) accumulated by backward
   private actsCache: ActBuffers | null = null;
-  /** Matmul kernels: shared-memory tiling (default) or one output per thread ('naive'). */
+  /** Matmul kernels: the adapter's (defaultMatmulStrategy: tiled on a GPU, subgroup or direct on a software adapter) unless given. */
   readonly matmul: MatmulStrategy;
 
   constructor(
@@ -48,7 +48,7 @@ export class GpuModel {
     params: Float32Array,
     matmul?: MatmulStrategy,
   ) {
-    this.matmul = matmul ?? 'tiled';
+    this.matmul = matmul ?? defaultMatmulStrategy(rt);
     this.table = paramTable(config);
     if (params.length !== this.table.total) {
       throw new Error(`GpuModel: parameter slab has ${params.length} floats, the table needs ${this.table.total}`);
