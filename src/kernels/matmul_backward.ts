@@ -34,6 +34,7 @@ import {
   type MatmulProblem,
   type MatmulStrategy,
   type MatmulWorkgroup,
+  type SubgroupStrategy,
 } from './matmul';
 import { subgroupDmatWgsl, subgroupTile, type SubgroupLanes, type SubgroupTile } from './matmul_subgroup';
 import { formatName, weightReader, weightReader4, type WeightFormat } from './weight_format';
@@ -50,10 +51,11 @@ function dims(p: MatmulProblem, grad: MatmulGrad): { R: number; Q: number; S: nu
 }
 
 /**
- * A dmat kernel: a strategy, direct4 (direct with b read four at a time; S = K a multiple of 4),
+ * A dmat kernel of the shader: a strategy other than the subgroup ones (matmulBackwardSubgroup),
+ * direct4 (direct with b read four at a time; S = K a multiple of 4),
  * or direct4a (direct4 with dout read four at a time too; N, ldo and col0 multiples of 4 as well).
  */
-type DmatKernel = MatmulStrategy | 'direct4' | 'direct4a';
+type DmatKernel = Exclude<MatmulStrategy, SubgroupStrategy> | 'direct4' | 'direct4a';
 
 /** Whether direct4a can run p: K, N, ldo and col0 all multiples of 4. */
 function fitsDirect4a(p: MatmulProblem): boolean {
@@ -102,7 +104,6 @@ function dmatSpec(grad: MatmulGrad, strategy: DmatKernel, wg: MatmulWorkgroup, f
   const [wx, wy] = wg;
   const per = strategy === 'naive' ? 1 : 4; // outputs per thread along each axis
   checkPacked(grad, format);
-  if (subgroupLanes(strategy as MatmulStrategy)) throw new Error(`matmul_backward_${grad}: ${strategy} is matmulBackwardSubgroup's`);
   return {
     name: formatName(`matmul_backward_${grad}_${strategy}`, format),
     wgsl: dmatWgsl + (strategy === 'direct4' || strategy === 'direct4a' ? weightReader4 : weightReader)('b', 2, format),
