@@ -280,11 +280,14 @@ function CompletionEditor() {
     };
   }, [monaco]);
 
-  // the store's text into the editor (reset, a language switch, typing into the fallback), as one undoable edit
+  // the store's text into the editor (reset, a language switch, typing into the fallback), as one undoable edit.
+  // The store's text now, not this render's: text typed while Monaco loaded (the render that
+  // brings Monaco still holds the older text) must not be replaced by what was there before it.
   useEffect(() => {
     const model = editor.current?.getModel();
-    if (!model || model.getValue() === completion) return;
-    model.pushEditOperations([], [{ range: model.getFullModelRange(), text: completion }], () => null);
+    const text = useLab.getState().scorer.completion;
+    if (!model || model.getValue() === text) return;
+    model.pushEditOperations([], [{ range: model.getFullModelRange(), text }], () => null);
   }, [completion, monaco]);
 
   useEffect(() => {
