@@ -69,9 +69,14 @@ export type SubgroupStrategy = `subgroup${SubgroupLanes}`;
 
 const STRATEGIES: readonly MatmulStrategy[] = ['tiled', 'direct', 'naive', ...SUBGROUP_LANES.map((l) => `subgroup${l}` as const)];
 
+/** Whether `s` names a strategy (CODERL_MATMUL, the self-check's check names). */
+export function isMatmulStrategy(s: string): s is MatmulStrategy {
+  return (STRATEGIES as readonly string[]).includes(s);
+}
+
 /** The lanes of a subgroup strategy, or null for the others. */
 export function subgroupLanes(s: MatmulStrategy): SubgroupLanes | null {
-  return s === 'subgroup4' ? 4 : s === 'subgroup8' ? 8 : null;
+  return s.startsWith('subgroup') ? (Number(s.slice('subgroup'.length)) as SubgroupLanes) : null;
 }
 
 /**
@@ -93,9 +98,8 @@ export function subgroupStrategy(rt: GpuRuntime): SubgroupStrategy | null {
 export function defaultMatmulStrategy(rt: GpuRuntime): MatmulStrategy {
   const forced = typeof process !== 'undefined' ? process.env?.CODERL_MATMUL : undefined;
   if (forced) {
-    if (!(STRATEGIES as readonly string[]).includes(forced))
-      throw new Error(`CODERL_MATMUL must be ${STRATEGIES.join(', ')}, got '${forced}'`);
-    const s = forced as MatmulStrategy;
+    if (!isMatmulStrategy(forced)) throw new Error(`CODERL_MATMUL must be ${STRATEGIES.join(', ')}, got '${forced}'`);
+    const s = forced;
     if (subgroupLanes(s) && subgroupStrategy(rt) !== s)
       throw new Error(
         `CODERL_MATMUL=${s}: this adapter's subgroups are ${rt.hasFeature('subgroups') ? `${rt.adapterSummary.subgroupMinSize ?? '?'}-${rt.adapterSummary.subgroupMaxSize ?? '?'} lanes` : 'not available'}`,

@@ -54,6 +54,9 @@ export function subgroupTile(kind: 'forward' | 'dmat', lanes: SubgroupLanes, R: 
 
 const range = (n: number): number[] => Array.from({ length: n }, (_, i) => i);
 
+/** Row r of the tile as every lane sees it: row group r / L's value `v` (xv, xs) from lane r % L. */
+const broadcast = (v: string, r: number, L: number): string => `subgroupBroadcast(${v}${Math.floor(r / L)}, ${r % L}u)`;
+
 function checkTile(L: number, t: SubgroupTile): void {
   if (!(SUBGROUP_LANES as readonly number[]).includes(L))
     throw new Error(`subgroup matmul: ${L} lanes; written for ${SUBGROUP_LANES.join(', ')}`);
@@ -92,8 +95,7 @@ ${R.flatMap((r) => C.map((c) => `  var s${r}_${c} = 0.0;`)).join('\n')}
 ${G.map((g) => `    let xv${g} = inp[xr${g} + k];`).join('\n')}
 ${C.map((c) => `    let w${c} = weightAt4(wr${c} + k);`).join('\n')}
 ${R.map((r) => {
-  const x = `subgroupBroadcast(xv${Math.floor(r / L)}, ${r % L}u)`;
-  return `    let x${r} = ${x};\n${C.map((c) => `    s${r}_${c} += dot(x${r}, w${c});`).join('\n')}`;
+  return `    let x${r} = ${broadcast('xv', r, L)};\n${C.map((c) => `    s${r}_${c} += dot(x${r}, w${c});`).join('\n')}`;
 }).join('\n')}
   }
 ${R.flatMap((r) => C.map((c) => `  if (m0 + ${r}u < M && n${c} < N) {\n    store(m0 + ${r}u, n${c}, s${r}_${c});\n  }`)).join('\n')}
@@ -117,7 +119,7 @@ export function subgroupDmatWgsl(L: number, t: SubgroupTile, aT: boolean): strin
   const comp = ['x', 'y', 'z', 'w'];
   // the products of one quad of q: row r's four values (broadcast) times b's rows q..q+3
   const quad = R.map((r) => {
-    const x = `    let x${r} = subgroupBroadcast(xv${Math.floor(r / L)}, ${r % L}u);`;
+    const x = `    let x${r} = ${broadcast('xv', r, L)};`;
     const adds = C.map((c) => `    g${r}_${c} += ${Q.map((i) => `x${r}.${comp[i]} * b${i}_${c}`).join(' + ')};`);
     return [x, ...adds].join('\n');
   }).join('\n');
@@ -137,7 +139,7 @@ ${quad}
   for (var q = 4u * Q4; q < params.Q; q++) {
 ${G.map((g) => `    let xs${g} = a[q * lda + ac${g}];`).join('\n')}
 ${C.map((c) => `    let b_${c} = bAt4(q * S4 + j${c});`).join('\n')}
-${R.map((r) => `    let y${r} = subgroupBroadcast(xs${Math.floor(r / L)}, ${r % L}u);\n${C.map((c) => `    g${r}_${c} += y${r} * b_${c};`).join('\n')}`).join('\n')}
+${R.map((r) => `    let y${r} = ${broadcast('xs', r, L)};\n${C.map((c) => `    g${r}_${c} += y${r} * b_${c};`).join('\n')}`).join('\n')}
   }`
     : `
   let lda4 = params.lda / 4u;

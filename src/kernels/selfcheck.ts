@@ -12,6 +12,7 @@ import { Rng } from '../util/random';
 import type { KernelSpec } from '../gpu/kernel';
 import {
   defaultMatmulStrategy,
+  isMatmulStrategy,
   matmulForwardBindings,
   matmulForwardRef,
   selectMatmulForward,
@@ -36,8 +37,8 @@ export function matmulCheckName(strategy: MatmulStrategy): string {
   return `matmul ${strategy}`;
 }
 export function matmulCheckStrategy(name: string): MatmulStrategy | null {
-  const m = /^matmul (tiled|direct|naive|subgroup4|subgroup8)$/.exec(name);
-  return m ? (m[1] as MatmulStrategy) : null;
+  const s = name.startsWith('matmul ') ? name.slice('matmul '.length) : '';
+  return isMatmulStrategy(s) ? s : null;
 }
 
 /** The kernel the matmul check runs for a strategy (the app's Kernels tab shows its WGSL). */

@@ -13,7 +13,6 @@ export function testRuntime(): Promise<GpuRuntime> {
   return shared;
 }
 
-/** A fresh runtime of its own (for tests that lose or dispose the device). */
 /**
  * The lanes of the subgroup matmul kernels the test runtime runs (lavapipe 8, SwiftShader 4), or
  * null where it cannot (no subgroups feature, or no fixed size they are written for).
@@ -23,6 +22,7 @@ export async function testSubgroupLanes(): Promise<SubgroupLanes | null> {
   return s ? subgroupLanes(s) : null;
 }
 
+/** A fresh runtime of its own (for tests that lose or dispose the device). */
 export async function freshRuntime(): Promise<GpuRuntime> {
   return GpuRuntime.create(await nodeProvider());
 }

@@ -32,8 +32,8 @@ export function CodePanel() {
   const kernel = useLab((s) => s.ui.kernel);
   const setTab = useLab((s) => s.setCodeTab);
   const showKernel = useLab((s) => s.showKernel);
-  const checkNames = useLab((s) => s.gpu.selfCheck?.checks.map((c) => c.name).join('\n') ?? '');
-  const kernels = useMemo(() => checkKernels(checkNames ? checkNames.split('\n') : []), [checkNames]);
+  const selfCheck = useLab((s) => s.gpu.selfCheck);
+  const kernels = useMemo(() => checkKernels(selfCheck?.checks.map((c) => c.name) ?? []), [selfCheck]);
   const k = kernels[kernel] ?? KERNELS.saxpy!;
   // selecting a rollout (in the rollout browser) brings its view forward
   const selected = useLab((s) =>
